@@ -1,0 +1,262 @@
+"""New run: pick or upload a task, edit the seed skill, choose models, set every knob,
+check everything (preflight), see what the run will cost, and launch it.
+
+Launching starts `python -m skillopt train` through skillopt.launcher; this page never
+trains. The logic (groups, presets, checks, estimate) lives in skillopt.ui.forms.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from skillopt.ui.common import setup
+
+setup("New run", icon="➕")
+
+from skillopt import csvimport, launcher  # noqa: E402
+from skillopt.config import field_help  # noqa: E402
+from skillopt.errors import UserError  # noqa: E402
+from skillopt.runner import new_run_id  # noqa: E402
+from skillopt.task import BUILTIN_DIR, list_tasks, load_task  # noqa: E402
+from skillopt.ui import forms  # noqa: E402
+from skillopt.ui.common import db, show_markdown, show_text  # noqa: E402
+
+EVALUATORS = ("normalized", "exact", "choice", "contains", "numeric")
+OK_MARK, FAIL_MARK = ":green[:material/check_circle:]", ":red[:material/cancel:]"
+
+
+@st.cache_resource(ttl=30, show_spinner=False)
+def task_infos(uploads: str) -> list:
+    return list_tasks(tasks_dir=uploads)
+
+
+@st.cache_resource(ttl=30, show_spinner=False)
+def loaded(task_ref: str):
+    return load_task(task_ref)
+
+
+def task_ref_of(info) -> str:
+    """Built-ins by name (short, portable command line); uploads by folder."""
+    return info.name if Path(info.path).parent == BUILTIN_DIR else str(info.path)
+
+
+st.title("New run", anchor=False)
+
+# ---- 1. task --------------------------------------------------------------------------
+st.header("1 · Task", divider=True, anchor=False)
+source = st.radio("Task source", ["Built-in or imported task", "Upload JSONL / CSV"], horizontal=True,
+                  label_visibility="collapsed")
+task_ref: str | None = None
+if source == "Upload JSONL / CSV":
+    upload = st.file_uploader("Task file (JSONL: one object per line; CSV: a header row)", type=["jsonl", "csv"],
+                              help="At most 20 MB. Each row becomes one item; you map columns to fields below.")
+    if upload is not None:
+        data = upload.getvalue()
+        try:
+            csv_bytes = forms.jsonl_to_csv(upload.name, data) if upload.name.endswith(".jsonl") else data
+            columns = forms.csv_columns(upload.name, csv_bytes)
+        except UserError as exc:
+            st.error(str(exc))
+            st.stop()
+        c1, c2, c3 = st.columns(3)
+        answer = c1.selectbox("Answer column (expected output)", columns, index=len(columns) - 1)
+        id_choice = c2.selectbox("Id column", ["(row number)", *columns])
+        evaluator = c3.selectbox("Evaluator", EVALUATORS,
+                                 help="How an answer is scored: normalized ignores case, spacing and punctuation; "
+                                      "choice treats the distinct answers as labels.")
+        inputs = st.multiselect("Input columns (what the model sees)",
+                                [c for c in columns if c not in (answer, id_choice)],
+                                default=[c for c in columns if c not in (answer, id_choice)
+                                         and c.lower() not in ("id", "label", "answer", "expected")])
+        mapping = forms.mapping_for(inputs)
+        id_column = None if id_choice == "(row number)" else id_choice
+        rows, problems = csvimport.preview_csv(csv_bytes, mapping, answer_column=answer, id_column=id_column,
+                                               source=upload.name)
+        if problems:
+            st.error(f"{len(problems)} problem(s) in {upload.name}:")
+            show_text("\n".join(problems[:50]), language="text")
+        else:
+            st.success(f"{len(rows)} items ready to import; fields: {', '.join(mapping)}.")
+            st.dataframe(rows[:20], hide_index=True, width="stretch")
+            n1, n2 = st.columns(2)
+            name = n1.text_input("Task name", value=Path(upload.name).stem)
+            ratio = n2.text_input("Split ratio train:selection:test", value="2:1:7")
+            if st.button("Import task", icon=":material/download:"):
+                try:
+                    parts = tuple(float(p) for p in ratio.split(":"))
+                    if len(parts) != 3 or min(parts) < 0 or not sum(parts):
+                        raise UserError(f"split ratio '{ratio}': give three non-negative numbers like 2:1:7")
+                    folder = csvimport.import_csv_bytes(
+                        csv_bytes, upload.name, forms.uploads_dir() / forms.task_name(name), mapping=mapping,
+                        answer_column=answer, id_column=id_column, evaluator=evaluator, ratio=parts,
+                        name=forms.task_name(name))
+                except UserError as exc:
+                    st.error(str(exc))
+                else:
+                    task_infos.clear()
+                    st.session_state["imported"] = str(folder)
+    if st.session_state.get("imported"):
+        task_ref = st.session_state["imported"]
+        st.success(f"Imported into {task_ref}; it is also listed under built-in or imported tasks.")
+else:
+    infos = task_infos(str(forms.uploads_dir()))
+    if not infos:
+        st.error(f"No tasks found in {BUILTIN_DIR}.")
+        st.stop()
+    names = [i.name for i in infos]
+    default_index = names.index("ticket-routing") if "ticket-routing" in names else 0
+    by_name = {i.name: i for i in infos}
+    info = by_name[st.selectbox("Task", names, index=default_index, key="task",
+                                format_func=lambda n: f"{n} — {by_name[n].description}" if not by_name[n].problem
+                                else f"{n} — BROKEN")]
+    if info.problem:
+        st.error(info.problem)
+    else:
+        st.caption(" · ".join(f"{n} {split}" for split, n in info.sizes.items()) + f" · {info.path}")
+        task_ref = task_ref_of(info)
+
+task = None
+if task_ref:
+    try:
+        task = loaded(task_ref)
+    except UserError as exc:
+        st.error(str(exc))
+
+# ---- 2. seed skill ---------------------------------------------------------------------
+st.header("2 · Seed skill", divider=True, anchor=False)
+seed_default = task.seed_skill if task is not None else ""
+edit_tab, preview_tab = st.tabs(["Edit", "Preview"])
+seed_skill = edit_tab.text_area("The skill document training starts from (Markdown)", value=seed_default,
+                                height=300, key=f"seed-{task_ref}")
+with preview_tab:
+    show_markdown(seed_skill)
+if task is not None and seed_skill != seed_default:
+    st.caption("Edited: the run starts from your version (the task's own seed skill is unchanged).")
+
+# ---- 3. models -------------------------------------------------------------------------
+st.header("3 · Models", divider=True, anchor=False)
+preset_key = st.radio("Model preset", list(forms.MODEL_PRESETS), horizontal=True,
+                      format_func=lambda k: forms.MODEL_PRESETS[k].label)
+preset = forms.MODEL_PRESETS[preset_key]
+st.caption(preset.help)
+p_in: dict[str, str] = {}
+if preset_key == "local":
+    p_in["target"] = st.selectbox("Embedded model (target and optimizer)", forms.local_models())
+elif preset_key in ("api", "server"):
+    m1, m2 = st.columns(2)
+    p_in["target"] = m1.text_input("Target model (litellm string)",
+                                   placeholder="openai/gpt-4o-mini" if preset_key == "api" else "hosted_vllm/my-model")
+    p_in["optimizer"] = m2.text_input("Optimizer model (empty = same as target)")
+    k1, k2 = st.columns(2)
+    p_in["key_env"] = k1.text_input("Name of the environment variable holding the API key",
+                                    placeholder="OPENAI_API_KEY",
+                                    help="The NAME only (e.g. OPENAI_API_KEY): the key itself is never typed here, "
+                                         "stored or logged.")
+    if preset_key == "server":
+        p_in["api_base"] = k2.text_input("Server URL (OpenAI-compatible)", placeholder="http://127.0.0.1:8000/v1")
+if preset_key == "sim":
+    st.info("Simulated models are not real: every page labels such runs as SIMULATED.", icon=":material/science:")
+model_values = preset.build(forms.PresetInput(**p_in))
+
+# ---- 4. settings -----------------------------------------------------------------------
+st.header("4 · Settings", divider=True, anchor=False)
+helps = field_help()
+
+
+def knob(name: str):
+    default = forms.default(name)
+    text = f"{helps.get(name, '')} (default: {default!r})"
+    key, label = f"knob-{name}", name
+    kind = forms.kind(name)
+    if kind == "bool":
+        return st.toggle(label, value=default, help=text, key=key)
+    if kind == "choice":
+        options = forms.CHOICES[name]
+        return st.selectbox(label, options, index=options.index(default), help=text, key=key)
+    if kind == "int":
+        return int(st.number_input(label, value=default, step=1, help=text, key=key))
+    if kind == "float":
+        return float(st.number_input(label, value=float(default), step=0.05 if default <= 1 else 1.0,
+                                     format="%.4g", help=text, key=key))
+    return st.text_input(label, value=default, help=text, key=key)
+
+
+values: dict = {}
+prominent = ("Approval", "Budgets")
+a_col, b_col = st.columns(2)
+for group, col in zip(prominent, (a_col, b_col)):
+    with col:
+        st.markdown(f"**{group}**")
+        for name in forms.KNOB_GROUPS[group]:
+            values[name] = knob(name)
+for group, names in forms.KNOB_GROUPS.items():
+    if group in prominent:
+        continue
+    shown = [n for n in names if n not in forms.PRESET_FIELDS]
+    with st.expander(f"{group} ({len(shown)})"):
+        cols = st.columns(2)
+        for k, name in enumerate(shown):
+            with cols[k % 2]:
+                values[name] = knob(name)
+values |= model_values
+run_name = st.text_input("Run name (optional)")
+
+# ---- 5. estimate, preflight, launch ----------------------------------------------------
+st.header("5 · Check and launch", divider=True, anchor=False)
+config = None
+try:
+    config = forms.build_config(values)
+except UserError as exc:
+    st.error(str(exc))
+if config is not None and task is not None:
+    sample = task.split("train")[:20]
+    prompt_chars = sum(len(task.render(it)) for it in sample) // max(1, len(sample))
+    est = forms.estimate(config, {s: len(task.split(s)) for s in ("train", "selection", "test")},
+                         skill_chars=len(seed_skill), prompt_chars=prompt_chars)
+    e1, e2, e3, e4 = st.columns(4)
+    e1.metric("Steps", est.steps)
+    e2.metric("Target calls ≤", f"{est.target_calls:,}")
+    e3.metric("Optimizer calls ≤", f"{est.optimizer_calls:,}")
+    e4.metric("Cost ≤", "unknown" if est.cost_usd is None else f"${est.cost_usd:,.2f}",
+              help="litellm's cost map × guessed tokens; local and simulated models cost $0")
+    st.caption(est.note + ("; local and simulated models cost nothing" if est.cost_usd == 0 else ""))
+
+seed_arg = seed_skill if task is not None and seed_skill != seed_default else None
+
+
+def show_checks(checks: list) -> bool:
+    for c in checks:
+        st.markdown(f"{OK_MARK if c.ok else FAIL_MARK} **{c.name}**")
+        st.text(f"    {c.detail}")
+    return all(c.ok for c in checks)
+
+
+p_col, l_col = st.columns(2)
+if p_col.button("Preflight", icon=":material/checklist:", help="Load the task, validate the config and check the models and keys "
+                                             "without calling any model."):
+    with st.spinner("Checking…"):
+        st.session_state["preflight"] = forms.preflight(task_ref or "", values, seed_arg)
+if st.session_state.get("preflight") is not None:
+    show_checks(st.session_state["preflight"])
+if l_col.button("Launch run", icon=":material/rocket_launch:", type="primary", disabled=task_ref is None):
+    checks = forms.preflight(task_ref or "", values, seed_arg)
+    if not all(c.ok for c in checks):
+        st.error("Preflight failed; fix the problems below before launching.")
+        show_checks(checks)
+    else:
+        run_id = new_run_id()
+        seed_file = None
+        if seed_arg is not None:
+            seeds = db().parent / "seeds"
+            seeds.mkdir(parents=True, exist_ok=True)
+            seed_file = seeds / f"{run_id}.md"
+            seed_file.write_text(seed_arg, encoding="utf-8")
+        launcher.start(task_ref, forms.overrides(values), db=db(), name=run_name.strip(),
+                       seed_skill_file=str(seed_file) if seed_file else None, run_id=run_id)
+        st.session_state["launched"] = run_id
+if st.session_state.get("launched"):
+    rid = st.session_state["launched"]
+    st.success(f"Launched run {rid}.", icon=":material/rocket_launch:")
+    st.page_link("pages/2_Monitor.py", label=f"Watch run {rid} on the Monitor page", icon=":material/monitoring:",
+                 query_params={"run": rid})

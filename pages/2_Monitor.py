@@ -1,0 +1,178 @@
+"""Monitor: where a run is (stage, epoch, step, ETA), how it learns (curves, edit budget),
+what it costs (calls, tokens, cost per stage), and Stop / Resume / Export.
+
+Only the progress part refreshes, every 2 s, and only while the run is live.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from skillopt.ui.common import setup
+
+setup("Monitor", icon=":material/monitoring:")
+
+from skillopt import launcher  # noqa: E402
+from skillopt.store import LIVE_STATUSES  # noqa: E402
+from skillopt.ui import monitor as mon  # noqa: E402
+from skillopt.ui.common import cached, db, pick_run, reader, show_text, simulated_banner  # noqa: E402
+
+REFRESH_S = 2
+STOP_GRACE_S = 15  # a step between two stage checks takes seconds; after this, SIGTERM
+
+
+@st.fragment(run_every=REFRESH_S)
+def starting(run_id: str) -> None:
+    """A run that was just launched has no row until its process has loaded the task."""
+    if cached("run", run_id) is not None:
+        st.rerun()
+    st.info(f"Run {run_id} is starting… (this page follows it as soon as it appears)", icon=":material/hourglass_top:")
+    log = launcher.read_log(db(), run_id)
+    if log:
+        st.caption("Trainer log")
+        show_text(log[-4000:], language="text")
+    else:
+        st.caption("No log yet. If nothing appears, the run id in the address is unknown: pick a run below.")
+
+
+wanted = st.query_params.get("run")
+known = {r["id"] for r in cached("runs") or []}
+if wanted and wanted not in known and cached("run", wanted) is None:
+    starting(wanted)
+    if not known:
+        st.stop()
+    if not st.button("Show another run instead"):
+        st.stop()
+    del st.query_params["run"]
+    st.rerun()
+
+picked = pick_run()
+if picked is None:
+    st.stop()
+run_id = picked["id"]
+run = cached("run", run_id)
+if run is None:
+    st.stop()
+status = mon.effective_status(run)
+live = status in LIVE_STATUSES
+
+st.title(run["name"] or run_id, anchor=False)
+config = run["config"]
+st.caption(f"task **{run['task']}** · target `{config.get('target_model')}` · optimizer "
+           f"`{config.get('optimizer_model')}` · run id `{run_id}`")
+simulated_banner(run)
+
+# ---- controls -------------------------------------------------------------------------
+c1, c2, c3 = st.columns([1, 1, 4])
+if live and status != "stopping":
+    if c1.button("Stop", icon=":material/stop:", type="primary", help="Ask the trainer to stop after the current stage "
+                 f"(it can be resumed); SIGTERM after {STOP_GRACE_S}s without reaction."):
+        with st.spinner("Stopping…"):
+            launcher.stop(run_id, db=db(), grace_s=STOP_GRACE_S)
+        st.cache_data.clear()
+        st.rerun()
+if mon.can_resume(run):
+    if c2.button("Resume", icon=":material/play_arrow:", type="primary",
+                 help="Continue from the last completed step (cached answers are not paid again)."):
+        launcher.resume(run_id, db=db())
+        st.session_state["resumed"] = run_id
+        st.cache_data.clear()
+        st.rerun()
+if st.session_state.get("resumed") == run_id and not live:
+    st.info("Resuming: the trainer process is starting…", icon=":material/hourglass_top:")
+
+with c3.popover("Export", icon=":material/archive:"):
+    for file_name, (mime, produce) in mon.export_files(reader(), run_id).items():
+        st.download_button(file_name, data=produce, file_name=f"{run_id}-{file_name}", mime=mime)
+
+
+# ---- live progress ---------------------------------------------------------------------
+def stage_strip(stage: str) -> str:
+    """The step's stages as one line, the current one in bold (fixed labels only)."""
+    parts = [f"**:blue[{label}]**" if key == stage else label for key, label in mon.STAGES]
+    return " → ".join(parts)
+
+
+@st.fragment(run_every=REFRESH_S if live else None)
+def progress() -> None:
+    r = cached("run", run_id)
+    now_status = mon.effective_status(r)
+    if live and now_status not in LIVE_STATUSES:
+        st.rerun()  # the run ended: redraw the whole page once, without the timer and with Resume
+    cfg = r["config"]
+    steps = cached("steps", run_id) or []
+    total = r["total_steps"] or 0
+
+    left, right = st.columns([3, 2])
+    left.markdown(f"**Status:** `{now_status}`" + (f" — {r['reason']}" if r["reason"] and not live else ""))
+    left.markdown(stage_strip(r["stage"]))
+    if r["stage_detail"] and r["stage"] != "done":
+        left.text(f"{mon.stage_label(r['stage'])}: {r['stage_detail']}")
+    if now_status == "waiting_approval":
+        right.page_link("pages/6_Approvals.py", label="Edits wait for your approval: open Approvals",
+                        icon=":material/front_hand:", query_params={"run": run_id})
+    if now_status == "interrupted":
+        right.warning("The trainer process is gone without a final status (killed?). Resume continues from "
+                      "the last completed step.")
+
+    seed = cached("seed_score", run_id)
+    best_step = r["best_step"] or 0
+    m = st.columns(6)
+    m[0].metric("Epoch", f"{r['epoch'] or 0} / {cfg.get('num_epochs', '?')}")
+    m[1].metric("Step", f"{r['step'] or 0} / {total}")
+    current = r["current_score"]
+    m[2].metric("Selection (current)", "—" if current is None else f"{current:.3f}",
+                None if current is None or seed is None else f"{current - seed:+.3f} vs seed")
+    m[3].metric("Best selection", "—" if r["best_score"] is None else f"{r['best_score']:.3f}",
+                f"step {best_step}", delta_color="off")
+    m[4].metric("ETA", mon.human_duration(mon.eta_seconds(steps, total)) if live else "—",
+                help="mean step duration × steps left (slow updates and the test add a little)")
+    usage = cached("usage", run_id) or {}
+    calls = int(usage.get("target_calls", 0) + usage.get("optimizer_calls", 0) + usage.get("judge_calls", 0))
+    m[5].metric("Model calls", f"{calls:,}", f"${usage.get('cost_usd', 0):.4f}", delta_color="off",
+                help="real (uncached) calls of all roles; cost from litellm's cost map (local/simulated: $0)")
+
+    tests = cached("tests", run_id) or {}
+    st.plotly_chart(mon.step_curves(steps, seed, tests, total), key="curves")
+    if tests:
+        st.caption("Test split: " + " · ".join(f"{w} skill {tests[w]['score']:.3f}" for w in ("seed", "best", "final")
+                                               if w in tests))
+    b, u = st.columns(2)
+    with b:
+        st.markdown("**Edit budget per step** (learning rate)")
+        st.plotly_chart(mon.budget_chart(steps, cfg, total), key="budget")
+    with u:
+        st.markdown("**Calls, tokens and cost per stage**")
+        st.dataframe(mon.usage_frame(cached("usage_by_stage", run_id) or []), hide_index=True, width="stretch",
+                     column_config={"cost $": st.column_config.NumberColumn(format="$%.4f"),
+                                    "model time s": st.column_config.NumberColumn(format="%.1f")})
+        st.caption(f"{usage.get('prompt_tokens', 0):,} prompt + {usage.get('completion_tokens', 0):,} completion "
+                   f"tokens · {usage.get('cache_hits', 0):,} response-cache hits · "
+                   f"{usage.get('eval_cache_hits', 0):,} evaluation-cache hits")
+
+    e, x = st.columns(2)
+    with e:
+        st.markdown("**Recent events**")
+        events = cached("events", run_id, 30) or []
+        st.dataframe([{"time": mon.clock(ev["created_at"]), "step": ev["step"], "type": ev["type"],
+                       "message": ev["message"]} for ev in events], hide_index=True, width="stretch")
+    with x:
+        errors = cached("call_errors", run_id, 20) or []
+        st.markdown(f"**Model-call errors** ({len(errors)}{'+' if len(errors) == 20 else ''})")
+        if errors:
+            st.dataframe([{"step": c["step"], "stage": c["stage"], "role": c["role"], "model": c["model"],
+                           "attempts": c["attempts"], "error": c["error"]} for c in errors],
+                         hide_index=True, width="stretch")
+        else:
+            st.caption("None.")
+
+
+progress()
+
+with st.expander("Configuration"):
+    st.json(config, expanded=False)
+with st.expander("Best skill so far"):
+    show_text(cached("best_skill", run_id))
+if status in ("failed", "interrupted", "stopped", "budget_exhausted"):
+    with st.expander("Trainer log (last lines)", expanded=status == "failed"):
+        show_text(launcher.read_log(db(), run_id)[-6000:] or "(no log: the run was not started from the dashboard)",
+                  language="text")

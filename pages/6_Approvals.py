@@ -1,0 +1,155 @@
+"""Approvals: a person approves, rejects or edits each proposed edit of the waiting step.
+
+In approval mode the trainer pauses after selecting a step's edits and polls the store;
+as soon as every edit of the step has a decision it applies the approved ones and runs
+the gate. Decisions are control rows written through Store.decide, the only write here.
+"""
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from skillopt.ui.common import setup
+
+setup("Approvals", icon=":material/front_hand:")
+
+from skillopt.store import LIVE_STATUSES, Store  # noqa: E402
+from skillopt.ui import monitor as mon  # noqa: E402
+from skillopt.ui.common import db, pick_run, reader, show_text, simulated_banner  # noqa: E402
+
+REFRESH_S = 2
+DECISION_ICONS = {"approved": ":green[:material/check_circle:]", "edited": ":green[:material/edit:]",
+                  "rejected": ":red[:material/cancel:]", "pending": ":orange[:material/hourglass_top:]"}
+
+
+def decide(run_id: str, step: int, decisions: list[tuple[int, str, str | None]]) -> None:
+    store = Store(db())
+    try:
+        for idx, status, content in decisions:
+            store.decide(run_id, step, idx, status, content)
+    finally:
+        store.close()
+    st.cache_data.clear()  # the badge and other pages must see the decision at once
+    st.rerun()
+
+
+@st.fragment(run_every=REFRESH_S)
+def watch(run_id: str) -> None:
+    """While a live run has nothing pending, look for the next step's edits."""
+    r = reader()
+    run = r.run(run_id)
+    if r.pending_approval_step(run_id) is not None or mon.effective_status(run) not in LIVE_STATUSES:
+        st.rerun()
+    st.caption(f"Run is {mon.effective_status(run)} at stage {mon.stage_label(run['stage'])}; "
+               "this page shows the next step's edits as soon as the trainer proposes them.")
+
+
+def trajectories(run_id: str, step: int, edit: dict) -> list[dict]:
+    """The step's train rollouts that the reflection behind this edit read.
+
+    Reflections record which items each minibatch saw; an edit from failures was motivated
+    by the failure minibatches (successes likewise). When the edit names its minibatches,
+    only those are shown.
+    """
+    r = reader()
+    kind = "success" if edit.get("source") == "success" else "failure"
+    wanted = set(edit.get("minibatches") or [])
+    rollouts = {t["item_id"]: t for t in r.rollouts(run_id, step, "train", "train")}
+    rows = []
+    for mb in r.reflections(run_id, step):
+        if mb["kind"] != kind or (wanted and mb["idx"] not in wanted):
+            continue
+        for item_id in json.loads(mb["item_ids"] or "[]"):
+            t = rollouts.get(item_id)
+            if t is None:
+                continue
+            rows.append({"minibatch": mb["idx"], "item": item_id, "input": t["input_json"],
+                         "expected": t["expected"], "output": t["output"], "hard": t["hard"],
+                         "feedback": t["feedback"]})
+    return rows
+
+
+def edit_card(run_id: str, step: int, row: dict) -> None:
+    edit = json.loads(row["edit_json"])
+    idx, status = row["idx"], row["status"]
+    with st.container(border=True):
+        head, badge = st.columns([5, 1])
+        # Only fixed vocabulary goes through markdown; the section name is model output.
+        op = edit["op"] if edit["op"] in ("add", "replace", "delete") else "edit"
+        source = edit.get("source") if edit.get("source") in ("failure", "success", "human", "slow_update") else ""
+        head.markdown(f"**Edit {idx + 1}: `{op}`** · source {source} · support {int(edit.get('support') or 1)}")
+        if edit.get("section"):
+            head.text(f"section: {edit['section']}")
+        badge.markdown(f"{DECISION_ICONS.get(status, '')} **{status}**")
+        if edit.get("target"):
+            st.caption("Target text")
+            show_text(edit["target"])
+        if edit["op"] != "delete":
+            st.caption("Content" + (" (as approved, edited)" if status == "edited" else ""))
+            show_text(row["content"] if status == "edited" else edit.get("content"))
+        st.caption("Rationale (from the optimizer)")
+        st.text(edit.get("rationale") or "(none given)")
+        st.caption("Diff in context (this edit alone, applied to the current skill)")
+        st.code(row["diff"] or "(no change)", language="diff")
+        trajs = trajectories(run_id, step, edit)
+        with st.expander(f"Trajectories that motivated it ({len(trajs)})"):
+            if trajs:
+                st.dataframe(trajs, hide_index=True, width="stretch")
+            else:
+                st.caption("No recorded trajectories for this edit's minibatches.")
+        if status != "pending":
+            return
+        a, rj, ed = st.columns(3)
+        if a.button("Approve", key=f"approve-{step}-{idx}", icon=":material/check:", type="primary"):
+            decide(run_id, step, [(idx, "approved", None)])
+        if rj.button("Reject", key=f"reject-{step}-{idx}", icon=":material/close:"):
+            decide(run_id, step, [(idx, "rejected", None)])
+        if edit["op"] != "delete":
+            with ed.popover("Edit, then approve", icon=":material/edit:"):
+                text = st.text_area("Content", value=edit.get("content") or "", key=f"content-{step}-{idx}",
+                                    height=150)
+                if st.button("Approve edited", key=f"edited-{step}-{idx}", type="primary"):
+                    if not text.strip():
+                        st.error("The content must not be empty; reject the edit instead.")
+                    else:
+                        decide(run_id, step, [(idx, "edited", text)])
+
+
+run = pick_run()
+if run is None:
+    st.stop()
+run_id = run["id"]
+simulated_banner(run)
+r = reader()
+full = r.run(run_id)
+history = r.approval_history(run_id)
+if not full["config"].get("approval_mode"):
+    st.info("This run does not use approval mode: its edits go straight to the gate. Start a run with "
+            "**approval mode** on from the New run page to review edits here.", icon=":material/info:")
+    st.stop()
+
+step = r.pending_approval_step(run_id)
+if step is None:
+    st.success("Nothing waits for approval.", icon=":material/task_alt:")
+    if mon.effective_status(full) in LIVE_STATUSES:
+        watch(run_id)
+else:
+    rows = r.approvals(run_id, step)
+    pending = [row for row in rows if row["status"] == "pending"]
+    st.subheader(f"Step {step}: {len(pending)} of {len(rows)} edits wait for your decision")
+    st.caption("The trainer continues as soon as every edit has a decision: approved and edited edits form the "
+               "candidate, which then has to pass the gate; rejected ones go to the rejected-edit buffer.")
+    if st.button(f"Approve all {len(pending)} pending", icon=":material/check:", type="primary", key=f"approve-all-{step}"):
+        decide(run_id, step, [(row["idx"], "approved", None) for row in pending])
+    with st.expander("Current skill (before these edits)"):
+        show_text(r.skill_at(run_id, step - 1))
+    for row in rows:
+        edit_card(run_id, step, row)
+
+if history:
+    st.subheader("Decisions so far")
+    table: dict[int, dict] = {}
+    for h in history:
+        table.setdefault(h["step"], {"step": h["step"]})[h["status"]] = h["n"]
+    st.dataframe(list(table.values()), hide_index=True, width="stretch")

@@ -1,0 +1,61 @@
+"""Compare runs: selection curves overlaid, parameters side by side, best skills diffed.
+
+The chosen runs live in the URL (?runs=a,b), so a comparison can be shared as a link.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from skillopt.ui.common import setup
+
+setup("Compare runs", icon="⚖️")
+
+from skillopt.ui import diffview  # noqa: E402
+from skillopt.ui import monitor as mon  # noqa: E402
+from skillopt.ui.common import cached, run_label  # noqa: E402
+
+runs = cached("runs") or []
+if len(runs) < 1:
+    st.info("No runs yet. Start one from the Home page (a simulated demo takes seconds).")
+    st.stop()
+by_id = {r["id"]: r for r in runs}
+from_url = [i for i in (st.query_params.get("runs") or "").split(",") if i in by_id]
+chosen = st.multiselect("Runs to compare", list(by_id), default=from_url or list(by_id)[:2],
+                        format_func=lambda i: run_label(by_id[i]))
+if ",".join(chosen) != st.query_params.get("runs", ""):
+    st.query_params["runs"] = ",".join(chosen)
+if not chosen:
+    st.info("Pick at least one run.")
+    st.stop()
+
+full = [cached("run", i) for i in chosen]
+labels = [f"{r['name'] or r['id']} ({r['id'][-6:]})" for r in full]
+if any(r["simulated"] for r in full):
+    st.info("Simulated runs are marked SIMULATED: their scores show how the engine behaves, not how a real model "
+            "performs.", icon=":material/science:")
+
+st.subheader("Selection score of the current skill per step")
+curves = {label + (" · SIMULATED" if r["simulated"] else ""):
+          mon.selection_curve(cached("steps", r["id"]) or [], cached("seed_score", r["id"]))
+          for r, label in zip(full, labels)}
+st.plotly_chart(mon.compare_chart(curves), key="compare")
+
+st.subheader("Parameters")
+frame, differing = mon.params_frame(full, labels)
+only = st.toggle("Only keys that differ", value=len(chosen) > 1 and bool(differing))
+shown = frame.loc[differing] if only else frame
+st.caption(f"{len(differing)} of {len(frame)} keys differ" + (" (highlighted)" if not only else ""))
+st.dataframe(shown.style.apply(lambda row: ["background-color: rgba(255, 196, 0, .25)" if row.name in differing
+                                            else "" for _ in row], axis=1),
+             width="stretch", height=min(36 * (len(shown) + 1) + 4, 700))
+
+st.subheader("Best skills")
+if len(chosen) < 2:
+    st.caption("Pick two runs to diff their best skills.")
+    st.stop()
+a, b, mode = st.columns([2, 2, 1])
+left = a.selectbox("From", chosen, index=0, format_func=lambda i: labels[chosen.index(i)])
+right = b.selectbox("To", chosen, index=1, format_func=lambda i: labels[chosen.index(i)])
+view = mode.radio("View", ["inline", "side-by-side"], horizontal=True)
+diffview.show(cached("best_skill", left), cached("best_skill", right), mode=view, context=3,
+              left_title=labels[chosen.index(left)], right_title=labels[chosen.index(right)])

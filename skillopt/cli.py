@@ -1,0 +1,266 @@
+"""The command line: python -m skillopt COMMAND ...  (SPEC section 7)
+
+User errors print one line ("error: ...") and exit 2; no traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+
+from . import events as ev
+from .errors import UserError
+
+
+class Progress:
+    """A one-line progress bar on stderr, redrawn as the trainer emits events."""
+
+    def __init__(self, stream=sys.stderr):
+        self.stream, self.total, self.step, self.last = stream, 0, 0, ""
+        self.tty = stream.isatty()
+
+    def __call__(self, e: ev.Event) -> None:
+        if isinstance(e, ev.RunStarted):
+            self.total = e.total_steps
+            if not e.resumed:
+                self.stream.write(f"run id: {e.run_id}\n")
+            self.stream.write(f"dashboard: streamlit run app.py, then open ?run={e.run_id}\n")
+        elif isinstance(e, ev.StageChanged):
+            self.draw(f"{e.stage} {e.detail}".strip(), final=False)
+        elif isinstance(e, ev.StepCompleted):
+            self.step = e.step
+            score = e.state.current_score or 0.0
+            self.draw(f"{e.decision:<15} selection {score:.3f} best {e.state.best_score or 0:.3f}", final=True)
+        elif isinstance(e, ev.TestEvaluated):
+            self.draw(f"test {e.which}: {e.score:.3f}", final=True)
+        elif isinstance(e, ev.RunFinished):
+            self.stream.write(f"\nrun {e.run_id} {e.status}{': ' + e.reason if e.reason else ''}\n")
+            self.stream.flush()
+
+    def draw(self, text: str, final: bool) -> None:
+        width = 24
+        done = int(width * self.step / self.total) if self.total else 0
+        line = f"[{'#' * done}{'-' * (width - done)}] step {self.step}/{self.total} {text}"
+        if self.tty:
+            self.stream.write("\r" + line[:110].ljust(110))
+            if final:
+                self.stream.write("\n")
+        elif final:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def _store(args):
+    from .store import Store
+
+    return Store(args.db)
+
+
+def cmd_tasks(args) -> int:
+    from .task import list_tasks
+
+    for t in list_tasks():
+        print(f"{t.name:<22} {t.description}  [{t.path}]")
+    return 0
+
+
+def cmd_validate_task(args) -> int:
+    from .task import validate_task
+
+    problems = validate_task(args.path)
+    for p in problems:
+        print(p)
+    if problems:
+        print(f"{len(problems)} problem(s) in {args.path}", file=sys.stderr)
+        return 1
+    print(f"{args.path}: ok")
+    return 0
+
+
+def _config(args):
+    from .config import load_config
+
+    return load_config(args.config, args.set or [])
+
+
+def cmd_train(args) -> int:
+    from . import runner
+
+    config = _config(args)
+    seed_skill = None
+    if args.seed_skill:
+        seed_skill = _read_text(args.seed_skill, "seed skill")
+    store = _store(args)
+    run_id, status = runner.start(store, args.task, config, name=args.name or "", run_id=args.run_id,
+                                  seed_skill=seed_skill, callbacks=(Progress(),))
+    print(f"run id: {run_id} ({status})")
+    return 0 if status == "completed" else 3
+
+
+def cmd_resume(args) -> int:
+    from . import runner
+
+    store = _store(args)
+    status = runner.resume(store, args.run_id, callbacks=(Progress(),))
+    return 0 if status == "completed" else 3
+
+
+def cmd_stop(args) -> int:
+    store = _store(args)
+    if store.run(args.run_id) is None:
+        raise UserError(f"no run {args.run_id} in {store.path}")
+    store.request_stop(args.run_id)
+    print(f"stop requested for {args.run_id}")
+    return 0
+
+
+def cmd_eval(args) -> int:
+    from .config import load_config
+    from .llm import Meter, build_models
+    from .plan import Plan
+    from .rollout import Evaluator
+    from .skill import validate
+    from .task import load_task
+
+    config = load_config(args.config, args.set or [])
+    task = load_task(args.task)
+    skill = _read_text(args.skill, "skill") if args.skill else task.seed_skill
+    validate(skill, origin=args.skill or "seed skill")
+    store = _store(args)
+    models = build_models(config, store, "", Meter(config.max_calls, config.max_cost_usd))
+    evaluator = Evaluator(task, models.target, judge=models.judge, cache=store, use_cache=config.use_cache,
+                          workers=config.max_concurrency, run_id="", emit=lambda e: None)
+    items = {"test": Plan.make(task, config).test, "selection": Plan.make(task, config).selection,
+             "train": Plan.make(task, config).train}[args.split]
+    batch = evaluator.run(skill, items, step=0, split=args.split, purpose="eval", stage="test")
+    print(json.dumps({"split": args.split, "items": len(items), "hard": round(batch.mean("hard"), 4),
+                      "soft": round(batch.mean("soft"), 4), "errors": batch.n_errors}))
+    return 0
+
+
+def cmd_runs(args) -> int:
+    from .reader import Reader
+
+    rows = Reader(args.db).runs()
+    print(f"{'id':<24} {'status':<17} {'task':<20} {'step':>9} {'best':>6} {'seed→best test':>15}")
+    for r in rows:
+        test = "" if r["best_test"] is None else f"{r['seed_test']:.3f}→{r['best_test']:.3f}"
+        best = "" if r["best_score"] is None else f"{r['best_score']:.3f}"
+        sim = " (simulated)" if r["simulated"] else ""
+        print(f"{r['id']:<24} {r['status']:<17} {r['task']:<20} {r['step']:>4}/{r['total_steps']:<4} "
+              f"{best:>6} {test:>15}{sim}")
+    return 0
+
+
+def cmd_show(args) -> int:
+    from .export import run_document
+    from .reader import Reader
+
+    doc = run_document(Reader(args.db), args.run_id)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+        return 0
+    run = doc["run"]
+    print(f"run {run['id']}  {run['name']}  status={run['status']} {run['reason']}")
+    print(f"task {run['task']}{'  (SIMULATED models)' if run['simulated'] else ''}")
+    for s in doc["steps"]:
+        print(f"  step {s['step']:>3} epoch {s['epoch']} budget {s['edit_budget']} train {s['train_hard']:.3f} "
+              f"selection {s['selection_score'] or 0:.3f} candidate {s['candidate_score'] or 0:.3f} "
+              f"{s['decision']} ({s['n_applied']}/{s['n_proposed']} edits applied)")
+    print(f"test: {doc['test']}")
+    print(f"usage: {doc['usage']}")
+    return 0
+
+
+def cmd_export(args) -> int:
+    from .export import export_run
+    from .reader import Reader
+
+    for path in export_run(Reader(args.db), args.run_id, args.out):
+        print(path)
+    return 0
+
+
+def cmd_approve(args) -> int:
+    store = _store(args)
+    status = "rejected" if args.reject else "approved"
+    for idx in args.idx:
+        store.decide(args.run_id, args.step, idx, status)
+    print(f"{status} {len(args.idx)} edit(s) of step {args.step}")
+    return 0
+
+
+def _read_text(path: str, what: str) -> str:
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"{path}: {what} file not found")
+    data = p.read_bytes()
+    if len(data) > 1_000_000:
+        raise UserError(f"{path}: {what} file is over 1 MB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: {what} file is not UTF-8 text") from None
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m skillopt", description="Train LLM agent skill documents.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def add(name, fn, help_):
+        sp = sub.add_parser(name, help=help_)
+        sp.add_argument("--db", default=None, help="SQLite store (default $SKILLOPT_DB or data/runs/skillopt.db)")
+        sp.set_defaults(fn=fn)
+        return sp
+
+    add("tasks", cmd_tasks, "list built-in and local tasks")
+    sp = add("validate-task", cmd_validate_task, "check a task folder and list every problem")
+    sp.add_argument("path")
+    for name, fn in (("train", cmd_train), ("eval", cmd_eval)):
+        sp = add(name, fn, "train a skill" if name == "train" else "evaluate a skill on a split")
+        sp.add_argument("--task", required=True, help="built-in task name or task folder")
+        sp.add_argument("--config", help="TOML or YAML config file")
+        sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key")
+        if name == "train":
+            sp.add_argument("--name", help="run name shown in the dashboard")
+            sp.add_argument("--run-id", help="use this run id (the dashboard passes one)")
+            sp.add_argument("--seed-skill", help="seed skill file instead of the task's seed_skill.md")
+        else:
+            sp.add_argument("--skill", help="skill file (default: the task's seed skill)")
+            sp.add_argument("--split", default="test", choices=("train", "selection", "test"))
+    for name, fn, help_ in (("resume", cmd_resume, "continue an interrupted run"),
+                            ("stop", cmd_stop, "ask a running run to stop after its current stage"),
+                            ("show", cmd_show, "print a run's steps, tests and usage")):
+        sp = add(name, fn, help_)
+        sp.add_argument("run_id")
+        if name == "show":
+            sp.add_argument("--json", action="store_true")
+    add("runs", cmd_runs, "list runs")
+    sp = add("export", cmd_export, "write best_skill.md, steps.csv and run.json")
+    sp.add_argument("run_id")
+    sp.add_argument("--out", required=True)
+    sp = add("approve", cmd_approve, "approve (or --reject) pending edits of a step")
+    sp.add_argument("run_id")
+    sp.add_argument("step", type=int)
+    sp.add_argument("idx", type=int, nargs="+")
+    sp.add_argument("--reject", action="store_true")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    # SIGTERM (the dashboard's fallback stop) becomes a clean KeyboardInterrupt-like exit.
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        return args.fn(args)
+    except UserError as exc:
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted; resume with: python -m skillopt resume RUN_ID", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,238 @@
+"""RunConfig: every knob of a training run in one frozen dataclass.
+
+Loaded from a TOML or YAML file plus ``key=value`` overrides. An unknown key, a
+wrong type or an out-of-range value is a ConfigError naming the key, never a
+silent default: a typo in a config must not quietly train with the wrong setting.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import ConfigError
+
+LR_SCHEDULERS = ("cosine", "linear", "constant", "autonomous")
+MERGE_MODES = ("similarity", "llm")
+GATE_MODES = ("strict", "paired")
+GATE_METRICS = ("hard", "soft", "mixed")
+BUFFER_SCOPES = ("epoch", "run")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    # --- schedule of the loop ---
+    num_epochs: int = 4  # reference SkillOpt default; enough passes for the slow update to matter
+    batch_size: int = 40  # train items per step (reference default); an epoch is one pass over train
+    minibatch_size: int = 8  # trajectories per optimizer call: small enough for a small optimizer's context
+    analyst_workers: int = 16  # parallel optimizer calls per step (reference default)
+    max_steps_per_epoch: int = 0  # 0 = ceil(len(train)/batch_size); a cap makes demos and smoke runs short
+    # --- learning rate = edit budget per step ---
+    learning_rate: int = 4  # most edits applied in one step (reference default)
+    min_learning_rate: int = 2  # floor of the schedule so late steps still move
+    lr_scheduler: str = "cosine"  # reference default; large edits early, fine edits late
+    # --- aggregation ---
+    merge_mode: str = "similarity"  # deterministic and free; "llm" asks the optimizer to merge (costs a call)
+    dedupe_threshold: float = 0.85  # similarity above which two proposed edits count as the same edit
+    fuzzy_anchor_threshold: float = 0.85  # a fuzzy anchor must be at least this similar AND unique
+    failure_only: bool = False  # reference reflects on successes too; True saves optimizer calls
+    # --- gate ---
+    use_gate: bool = True  # without the gate every candidate is accepted (ablation only)
+    gate_mode: str = "strict"  # reference rule: candidate must beat the incumbent's cached score
+    gate_metric: str = "hard"  # reference scores the selection split by hard accuracy
+    gate_mixed_weight: float = 0.5  # weight of soft in the mixed metric: (1-w)*hard + w*soft
+    gate_min_delta: float = 0.0  # paired mode: required mean per-item gain; 0 = any strict gain
+    gate_alpha: float = 0.5  # paired mode: one-sided sign test level; 0.5 accepts any net win, lower is stricter
+    rejected_buffer_scope: str = "epoch"  # reference clears the buffer each epoch; "run" keeps it all run
+    # --- slow update and meta skill ---
+    use_slow_update: bool = True  # reference default: longitudinal guidance written at each epoch end
+    slow_update_samples: int = 20  # train items compared between epochs (reference default)
+    slow_update_gate: bool = True  # the new guidance must pass the gate like any other edit
+    use_meta_skill: bool = True  # optimizer strategy notes carried to the next epoch (reference default)
+    # --- human in the loop ---
+    approval_mode: bool = False  # off: runs unattended; on: a person approves each edit before the gate
+    approval_poll_s: float = 1.0  # how often a waiting step polls the store for decisions
+    # --- data ---
+    selection_size: int = 0  # 0 = whole selection split; a cap trades gate noise for fewer calls
+    test_size: int = 0  # 0 = whole test split
+    seed: int = 42  # reference default; every random choice derives from it and the step
+    # --- models ---
+    target_model: str = "local/qwen2.5-coder-1.5b"  # offline default: embedded llama.cpp model, no key needed
+    optimizer_model: str = "local/qwen2.5-coder-1.5b"  # same embedded model; any litellm string works
+    judge_model: str = ""  # empty = optimizer_model; only used by llm_judge evaluators
+    target_api_base: str = ""  # OpenAI-compatible server URL for the target, if any
+    optimizer_api_base: str = ""  # OpenAI-compatible server URL for the optimizer, if any
+    target_api_key_env: str = ""  # NAME of the env variable holding the target's key (never the key)
+    optimizer_api_key_env: str = ""  # NAME of the env variable holding the optimizer's key
+    temperature: float = 0.0  # deterministic replies make the cache and resume exact
+    max_tokens: int = 512  # bounded replies keep small local models fast
+    request_timeout: float = 120.0  # seconds; a local 1.5B model needs about a minute for long reflections
+    max_retries: int = 4  # retries of retryable errors (429, 5xx, timeouts) with backoff
+    max_concurrency: int = 8  # shared per-model in-flight limit across all stages
+    use_cache: bool = True  # response + evaluation cache: resume and re-runs never pay twice
+    trajectory_chars: int = 600  # per-trajectory budget in reflection prompts; longer ones are clipped with a note
+    # --- budgets ---
+    max_calls: int = 0  # 0 = unlimited; counts real (uncached) model calls of all roles
+    max_cost_usd: float = 0.0  # 0 = unlimited; litellm cost map, local and simulated models cost 0
+    # --- performance ---
+    speculative_rollouts: bool = True  # roll out the next batch with the incumbent while the gate runs
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    def replace(self, **changes: Any) -> "RunConfig":
+        return load_mapping({**self.to_dict(), **changes})
+
+    @property
+    def judge(self) -> str:
+        return self.judge_model or self.optimizer_model
+
+    @property
+    def simulated(self) -> bool:
+        return any(m.startswith("sim/") for m in (self.target_model, self.optimizer_model, self.judge))
+
+
+_CHOICES = {
+    "lr_scheduler": LR_SCHEDULERS,
+    "merge_mode": MERGE_MODES,
+    "gate_mode": GATE_MODES,
+    "gate_metric": GATE_METRICS,
+    "rejected_buffer_scope": BUFFER_SCOPES,
+}
+_POSITIVE = ("num_epochs", "batch_size", "minibatch_size", "analyst_workers", "learning_rate",
+             "min_learning_rate", "max_tokens", "max_concurrency", "trajectory_chars")
+_NON_NEGATIVE = ("max_steps_per_epoch", "slow_update_samples", "selection_size", "test_size",
+                 "max_calls", "max_cost_usd", "max_retries", "gate_min_delta")
+_UNIT = ("gate_mixed_weight", "dedupe_threshold", "fuzzy_anchor_threshold")
+
+
+def _validate(c: RunConfig) -> None:
+    for f in fields(c):
+        value = getattr(c, f.name)
+        expected = {"int": int, "float": float, "bool": bool, "str": str}[f.type]
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            object.__setattr__(c, f.name, float(value))
+            continue
+        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            raise ConfigError(f"config key '{f.name}' must be {f.type}, got {type(value).__name__} {value!r}")
+    for key, choices in _CHOICES.items():
+        if getattr(c, key) not in choices:
+            raise ConfigError(f"config key '{key}' must be one of {', '.join(choices)}, got {getattr(c, key)!r}")
+    for key in _POSITIVE:
+        if getattr(c, key) < 1:
+            raise ConfigError(f"config key '{key}' must be at least 1, got {getattr(c, key)!r}")
+    for key in _NON_NEGATIVE:
+        if getattr(c, key) < 0:
+            raise ConfigError(f"config key '{key}' must not be negative, got {getattr(c, key)!r}")
+    for key in _UNIT:
+        if not 0.0 <= getattr(c, key) <= 1.0:
+            raise ConfigError(f"config key '{key}' must be between 0 and 1, got {getattr(c, key)!r}")
+    if not 0.0 < c.gate_alpha <= 1.0:
+        raise ConfigError(f"config key 'gate_alpha' must be in (0, 1], got {c.gate_alpha!r}")
+    if not 0.0 <= c.temperature <= 2.0:
+        raise ConfigError(f"config key 'temperature' must be between 0 and 2, got {c.temperature!r}")
+    if c.request_timeout <= 0:
+        raise ConfigError(f"config key 'request_timeout' must be positive, got {c.request_timeout!r}")
+    if c.min_learning_rate > c.learning_rate:
+        raise ConfigError(
+            f"config keys contradict: min_learning_rate ({c.min_learning_rate}) > learning_rate ({c.learning_rate})")
+    if not c.target_model.strip() or not c.optimizer_model.strip():
+        raise ConfigError("config keys 'target_model' and 'optimizer_model' must not be empty")
+    for key in ("target_api_key_env", "optimizer_api_key_env"):
+        name = getattr(c, key)
+        if name and not name.replace("_", "").isalnum():
+            raise ConfigError(f"config key '{key}' must name an environment variable, not hold a key")
+
+
+FIELD_NAMES = tuple(f.name for f in fields(RunConfig))
+DEFAULTS = RunConfig.__dataclass_fields__
+
+
+def field_help() -> dict[str, str]:
+    """The why-comment of every field, read from this file, for the CLI and the New run page."""
+    helps: dict[str, str] = {}
+    for line in Path(__file__).read_text(encoding="utf-8").splitlines():
+        stripped = line.strip()
+        if ":" in stripped and "#" in stripped and not stripped.startswith("#"):
+            name = stripped.split(":", 1)[0]
+            if name in FIELD_NAMES:
+                helps[name] = stripped.split("#", 1)[1].strip()
+    return helps
+
+
+def load_mapping(values: Mapping[str, Any], origin: str = "config") -> RunConfig:
+    unknown = sorted(set(values) - set(FIELD_NAMES))
+    if unknown:
+        raise ConfigError(f"{origin}: unknown config key '{unknown[0]}'")
+    try:
+        return RunConfig(**dict(values))
+    except ConfigError as exc:
+        raise ConfigError(f"{origin}: {exc}") from None
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """Parse ``key=value``; the value is typed by the field it names."""
+    if "=" not in text:
+        raise ConfigError(f"override '{text}' must look like key=value")
+    key, raw = (part.strip() for part in text.split("=", 1))
+    if key not in FIELD_NAMES:
+        raise ConfigError(f"unknown config key '{key}' in override '{text}'")
+    kind = DEFAULTS[key].type
+    try:
+        if kind == "bool":
+            lowered = raw.lower()
+            if lowered not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+                raise ValueError
+            return key, lowered in ("true", "1", "yes", "on")
+        if kind == "int":
+            return key, int(raw)
+        if kind == "float":
+            return key, float(raw)
+    except ValueError:
+        raise ConfigError(f"config key '{key}' must be {kind}, got {raw!r}") from None
+    return key, raw
+
+
+def read_file(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: config file is not UTF-8 text") from None
+    try:
+        if path.suffix in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(text) or {}
+        else:
+            data = tomllib.loads(text)
+    except Exception as exc:  # both parsers raise their own error types
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"{path}: cannot parse config: {first}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: config must be a mapping of key = value")
+    return data
+
+
+def load_config(path: str | Path | None = None, overrides: tuple[str, ...] | list[str] = (),
+                base: Mapping[str, Any] | None = None) -> RunConfig:
+    values: dict[str, Any] = dict(base or {})
+    origin = "config"
+    if path:
+        values.update(read_file(path))
+        origin = str(path)
+    for item in overrides:
+        key, value = parse_override(item)
+        values[key] = value
+    return load_mapping(values, origin)

@@ -1,0 +1,621 @@
+"""Evaluators: score one model output against one item (the "loss").
+
+Every evaluator returns an Evaluation (hard 0/1, soft 0..1, feedback). The feedback
+is read by the optimizer model, so it always says what was expected, what came,
+and why that is wrong: a small optimizer can only fix what the feedback names.
+
+Registry: EVALUATORS maps a type name to a factory(options, base_dir) -> Evaluator.
+build_evaluator() validates a task.toml [evaluator] table and returns one.
+
+Types and options (task.toml [evaluator] table; unknown options are an error):
+    exact        -                       output == expected (a list = any of them)
+    normalized   -                       same, ignoring case, spacing and punctuation
+    numeric      tolerance=0, relative=false, marker=""
+                                         last number in the output, or the first number
+                                         after the LAST `marker` (e.g. "Answer:"); with a
+                                         marker, a missing marker scores hard 0
+    regex        pattern, ignore_case=false
+                                         fullmatch; "{expected}" in the pattern is the
+                                         item's expected value, regex-escaped
+    choice       labels, lenient=true    output must be one label; lenient also accepts a
+                                         longer answer that names exactly one label
+    contains     ignore_case=true        expected text (a list = all of them) in output
+    json_fields  fields=[], ignore_case=false
+                                         first JSON object in the output; soft = fraction
+                                         of fields right, hard = all right
+    python       function="module:fn"    fn(item, output) -> Evaluation | (hard, soft,
+                                         feedback) | float; the module comes ONLY from
+                                         the task folder or an importable module named
+                                         here ("python:module:fn" as the type also works)
+    llm_judge    rubric, threshold=0.5   asks the judge for {"score": 0..1, "feedback"}
+
+This module imports user code only through load_callable(); it never imports
+litellm, the store or streamlit.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import json
+import math
+import re
+import sys
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Protocol
+
+from .errors import TaskError
+from .task import Evaluation, Item
+
+# Bump when an evaluator's scoring code changes: it is part of every evaluator's
+# version, so cached per-item scores from older code are never reused.
+CODE_VERSION = "1"
+FEEDBACK_CLIP = 160  # characters of model output quoted in feedback
+
+_MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_FENCE = re.compile(r"^```[^\n`]*\n(.*?)\n?```$", re.DOTALL)
+_NUMBER = re.compile(r"(?<![\d.])[-\u2212+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)")
+
+
+class Evaluator(Protocol):
+    version: str  # changes whenever the scoring could change: type, options, code
+    needs_expected: bool  # False: items may omit the answer field
+
+    def evaluate(self, item: Item, output: str, judge: Callable | None = None) -> Evaluation: ...
+
+    def check(self, expected: Any) -> str: ...  # "" or the problem with one item's expected value
+
+
+# ---------------------------------------------------------------- helpers
+
+def clean_output(text: str) -> str:
+    """Strip whitespace and one surrounding code fence: formatting, not content."""
+    text = (text or "").strip()
+    fenced = _FENCE.match(text)
+    return fenced.group(1).strip() if fenced else text
+
+
+def clip(text: str, limit: int = FEEDBACK_CLIP) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def normalize_text(text: str) -> str:
+    """Case-, spacing- and punctuation-insensitive form (Unicode-aware)."""
+    text = unicodedata.normalize("NFKC", str(text)).casefold()
+    text = "".join(" " if unicodedata.category(ch).startswith("P") else ch for ch in text)
+    return " ".join(text.split())
+
+
+def format_number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def parse_number(text: str) -> float | None:
+    match = _NUMBER.fullmatch(str(text).strip().replace("\u2212", "-"))
+    return float(match.group(0).replace(",", "")) if match else None
+
+
+def find_numbers(text: str) -> list[float]:
+    return [float(m.group(0).replace("\u2212", "-").replace(",", "")) for m in _NUMBER.finditer(text)]
+
+
+def first_json_object(text: str) -> dict | None:
+    """The first {...} in text that parses as a JSON object (models wrap JSON in prose)."""
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, dict):
+            return value
+        start = text.find("{", start + 1)
+    return None
+
+
+def show(value: Any) -> str:
+    """A value as the optimizer should read it: JSON, so strings and numbers differ."""
+    return clip(json.dumps(value, ensure_ascii=False), 80)
+
+
+def json_type(value: Any) -> str:
+    """JSON's name for a value's type: the optimizer reads "a number, expected a string"."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {str: "string", dict: "object", list: "array"}.get(type(value), "null")
+
+
+def _version(kind: str, options: Mapping[str, Any], extra: str = "") -> str:
+    blob = json.dumps({"type": kind, "options": options, "code": CODE_VERSION, "extra": extra},
+                      sort_keys=True, default=str)
+    return f"{kind}-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
+
+
+def _options(kind: str, options: Mapping[str, Any], spec: Mapping[str, tuple[type, Any]]) -> dict[str, Any]:
+    """Typed options with defaults; an unknown or mistyped option is an error, not ignored."""
+    unknown = sorted(set(options) - set(spec))
+    if unknown:
+        allowed = ", ".join(sorted(spec)) or "none"
+        raise TaskError(f"evaluator '{kind}' has no option '{unknown[0]}' (options: {allowed})")
+    out: dict[str, Any] = {}
+    for name, (kind_type, default) in spec.items():
+        value = options.get(name, default)
+        if kind_type is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if value is None or not isinstance(value, kind_type) or (kind_type is not bool and isinstance(value, bool)):
+            if value is None and default is None:
+                raise TaskError(f"evaluator '{kind}' needs option '{name}'")
+            raise TaskError(f"evaluator '{kind}' option '{name}' must be {kind_type.__name__}, got {value!r}")
+        out[name] = value
+    return out
+
+
+def _text_list(kind: str, name: str, value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise TaskError(f"evaluator '{kind}' option '{name}' must be a list of non-empty strings")
+    return list(value)
+
+
+def _answers(expected: Any) -> list[str]:
+    return [str(e) for e in expected] if isinstance(expected, list) else [str(expected)]
+
+
+def _check_text(expected: Any) -> str:
+    if isinstance(expected, (dict, bool)) or expected is None:
+        return f"expected answer must be text or a list of texts, got {show(expected)}"
+    if isinstance(expected, list) and (not expected or any(isinstance(e, (dict, list)) for e in expected)):
+        return "expected answer list must hold at least one text"
+    return ""
+
+
+# ---------------------------------------------------------------- evaluators
+
+@dataclass(frozen=True)
+class Exact:
+    version: str
+    needs_expected = True
+
+    def check(self, expected: Any) -> str:
+        return _check_text(expected)
+
+    def evaluate(self, item: Item, output: str, judge: Callable | None = None) -> Evaluation:
+        answers = _answers(item.expected)
+        if output in (a.strip() for a in answers):
+            return Evaluation(1.0, 1.0, f"correct: {show(output)}")
+        if normalize_text(output) in (normalize_text(a) for a in answers):
+            return Evaluation(0.0, 0.5, f"expected exactly {show(answers[0])}, got {show(output)}: "
+                                        "right answer but the form differs in case, spacing or punctuation")
+        return Evaluation(0.0, 0.0, f"expected {show(answers[0])}, got {show(output)}")
+
+
+@dataclass(frozen=True)
+class Normalized:
+    version: str
+    needs_expected = True
+
+    def check(self, expected: Any) -> str:
+        return _check_text(expected)
+
+    def evaluate(self, item: Item, output: str, judge: Callable | None = None) -> Evaluation:
+        answers = _answers(item.expected)
+        if normalize_text(output) in (normalize_text(a) for a in answers):
+            return Evaluation(1.0, 1.0, f"correct: {show(output)}")
+        return Evaluation(0.0, 0.0, f"expected {show(answers[0])} (case and punctuation ignored), "
+                                    f"got {show(output)}")
+
+
+@dataclass(frozen=True)
+class Numeric:
+    version: str
+    tolerance: float
+    relative: bool
+    marker: str
+    needs_expected = True
+
+    def check(self, expected: Any) -> str:
+        if isinstance(expected, bool) or not isinstance(expected, (int, float, str)) or \
+                (isinstance(expected, str) and parse_number(expected) is None):
+            return f"expected answer must be a number, got {show(expected)}"
+        return ""
+
+    def _close(self, got: float, want: float) -> bool:
+        allowed = self.tolerance * abs(want) if self.relative else self.tolerance
+        return math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9) or abs(got - want) <= allowed
+
+    def evaluate(self, item: Item, output: str, judge: Callable | None = None) -> Evaluation:
+        want = item.expected if isinstance(item.expected, (int, float)) else parse_number(str(item.expected))
+        if want is None:  # items are checked at load; a plug-in may build its own
+            return Evaluation(0.0, 0.0, f"the task's expected answer {show(item.expected)} is not a number")
+        want_text = format_number(want)
+        if self.marker:
+            at = output.lower().rfind(self.marker.lower())
+            if at == -1:
+                numbers = find_numbers(output)
+                right = bool(numbers) and self._close(numbers[-1], want)
+                return Evaluation(0.0, 0.5 if right else 0.0,
+                                  f"no '{self.marker}' line: the reply must end with '{self.marker} <number>' "
+                                  f"(expected '{self.marker} {want_text}'); "
+                                  + ("its last number is right but the marker is missing" if right
+                                     else f"got {show(output)}"))
+            numbers = find_numbers(output[at + len(self.marker):])
+            where = f"after '{self.marker}'"
+            if not numbers:
+                return Evaluation(0.0, 0.0, f"no number {where} (expected '{self.marker} {want_text}'), "
+                                            f"got {show(output[at:])}")
+            got = numbers[0]
+        else:
+            numbers = find_numbers(output)
+            where = "as the last number"
+            if not numbers:
+                return Evaluation(0.0, 0.0, f"no number in the output (expected {want_text}), got {show(output)}")
+            got = numbers[-1]
+        if self._close(got, want):
+            return Evaluation(1.0, 1.0, f"correct: {format_number(got)}")
+        return Evaluation(0.0, 0.0, f"expected {want_text}, got {format_number(got)} {where}")
+
+
+@dataclass(frozen=True)
+class Regex:
+    version: str
+    pattern: str
+    ignore_case: bool
+    needs_expected: bool
+
+    def check(self, expected: Any) -> str:
+        if not self.needs_expected:
+            return ""
+        return _check_text(expected) or ("expected answer must be one text" if isinstance(expected, list) else "")
+
+    def _compiled(self, expected: Any) -> re.Pattern:
+        pattern = self.pattern.replace("{expected}", re.escape(str(expected))) if self.needs_expected else self.pattern
+        return re.compile(pattern, re.DOTALL | (re.IGNORECASE if self.ignore_case else 0))
+
+    def evaluate(self, item: Item, output: str, judge: Callable | None = None) -> Evaluation:
+        compiled = self._compiled(item.expected)
+        if compiled.fullmatch(output):
+            return Evaluation(1.0, 1.0, "correct: matches the required pattern")
+        return Evaluation(0.0, 0.0, f"the whole reply must match /{clip(compiled.pattern, 80)}/, "
+                                    f"got {show(output)}")
+
+
+@dataclass(frozen=True)
+class Choice:
+    version: str
+    labels: tuple[str, ...]
+    lenient: bool
+    needs_expected = True
+
+    def check(self, expected: Any) -> str:
+        if not isinstance(expected, str) or normalize_text(expected) not in map(normalize_text, self.labels):
+            return f"expected answer {show(expected)} is not one of the labels: {', '.join(self.labels)}"
+        return ""
+
+    def match(self, output: str) -> tuple[str | None, list[str]]:
+        """(the label chosen or None, labels named) for one output."""
+        said = normalize_text(output)
+        for label in self.labels:
+            if said == normalize_text(label):
+                return label, [label]
+        named = [label for label in self.labels
+                 if re.search(rf"(?<!\w){re.escape(normalize_text(label))}(?!\w)", said)]
+        if self.lenient and len(named) == 1:
+            return named[0], named
+        return None, named
+
+    def evaluate(self, item: Item, output: str, judge: Callable | None = None) -> Evaluation:
+        expected = next((l for l in self.labels if normalize_text(l) == normalize_text(item.expected)),
+                        str(item.expected))
+        chosen, named = self.match(output)
+        if chosen == expected:
+            return Evaluation(1.0, 1.0, f"correct: {expected}")
+        if chosen is not None:
+            return Evaluation(0.0, 0.0, f"chose '{chosen}' but expected '{expected}'")
+        if len(named) > 1:
+            return Evaluation(0.0, 0.0, f"the reply names several labels ({', '.join(named)}); answer with exactly "
+                                        f"one; expected '{expected}', got {show(output)}")
+        return Evaluation(0.0, 0.0, f"the reply {show(output)} is not a label; answer with exactly one of: "
+                                    f"{', '.join(self.labels)}; expected '{expected}'")
+
+
+@dataclass(frozen=True)
+class Contains:
+    version: str
+    ignore_case: bool
+    needs_expected = True
+
+    def check(self, expected: Any) -> str:
+        return _check_text(expected)
+
+    def evaluate(self, item: Item, output: str, judge: Callable | None = None) -> Evaluation:
+        wanted = _answers(item.expected)
+        fold = (lambda s: s.casefold()) if self.ignore_case else (lambda s: s)
+        missing = [w for w in wanted if fold(w) not in fold(output)]
+        soft = 1.0 - len(missing) / len(wanted)
+        if not missing:
+            return Evaluation(1.0, 1.0, "correct: contains " + ", ".join(map(show, wanted)))
+        return Evaluation(0.0, soft, "the reply must contain " + ", ".join(map(show, missing))
+                          + f"; got {show(output)}")
+
+
+@dataclass(frozen=True)
+class JsonFields:
+    version: str
+    fields: tuple[str, ...]
+    ignore_case: bool
+    needs_expected = True
+
+    def check(self, expected: Any) -> str:
+        if not isinstance(expected, dict):
+            return f"expected answer must be a JSON object, got {show(expected)}"
+        missing = [f for f in self.fields if f not in expected]
+        return f"expected answer lacks field(s) {', '.join(missing)}" if missing else ""
+
+    def _same(self, want: Any, got: Any) -> bool:
+        if isinstance(want, str) and isinstance(got, str):
+            a, b = want.strip(), got.strip()
+            return a.casefold() == b.casefold() if self.ignore_case else a == b
+        if isinstance(want, bool) or isinstance(got, bool):
+            return want is got
+        if isinstance(want, (int, float)) and isinstance(got, (int, float)):
+            return math.isclose(want, got, rel_tol=1e-9, abs_tol=1e-9)
+        return want == got
+
+    def evaluate(self, item: Item, output: str, judge: Callable | None = None) -> Evaluation:
+        fields = self.fields or tuple(item.expected)
+        got = first_json_object(output)
+        if got is None:
+            return Evaluation(0.0, 0.0, f"no JSON object in the reply; expected {show(item.expected)}, "
+                                        f"got {show(output)}")
+        wrong, missing = [], []
+        for name in fields:
+            want = item.expected[name]
+            if name not in got:
+                missing.append(f"{name} (expected {show(want)})")
+            elif not self._same(want, got[name]):
+                kind = ""
+                if json_type(want) != json_type(got[name]):
+                    kind = f" (a {json_type(got[name])}, expected a {json_type(want)})"
+                wrong.append(f"{name} expected {show(want)} got {show(got[name])}{kind}")
+        right = len(fields) - len(wrong) - len(missing)
+        soft = right / len(fields) if fields else 1.0
+        if not wrong and not missing:
+            return Evaluation(1.0, 1.0, f"correct: all {len(fields)} fields right")
+        parts = [f"{right}/{len(fields)} fields right"]
+        if wrong:
+            parts.append("wrong: " + "; ".join(wrong))
+        if missing:
+            parts.append("missing: " + "; ".join(missing))
+        return Evaluation(0.0, soft, ". ".join(parts))
+
+
+@dataclass(frozen=True)
+class PythonFunction:
+    version: str
+    name: str
+    function: Callable
+    needs_expected = False  # the user's function decides what it needs
+
+    def check(self, expected: Any) -> str:
+        return ""
+
+    def evaluate(self, item: Item, output: str, judge: Callable | None = None) -> Evaluation:
+        try:
+            result = self.function(item, output)
+        except Exception as exc:  # user code: one bad output must not crash a training run
+            return Evaluation(0.0, 0.0, f"evaluator {self.name} raised {type(exc).__name__}: {clip(exc, 120)}")
+        return coerce_result(result, self.name)
+
+
+def coerce_result(result: Any, name: str) -> Evaluation:
+    """Accept Evaluation, (hard, soft, feedback) or a float score from a user function."""
+    if isinstance(result, Evaluation):
+        hard, soft, feedback = result.hard, result.soft, result.feedback
+    elif isinstance(result, tuple) and len(result) == 3:
+        hard, soft, feedback = result
+    elif isinstance(result, (int, float)):
+        soft = float(result)
+        hard, feedback = (1.0 if soft >= 1.0 else 0.0), f"score {soft:g}"
+    else:
+        raise TaskError(f"evaluator {name} returned {type(result).__name__}; "
+                        "return an Evaluation, (hard, soft, feedback) or a float")
+    try:
+        hard, soft = float(hard), min(1.0, max(0.0, float(soft)))
+    except (TypeError, ValueError):
+        raise TaskError(f"evaluator {name} returned non-numeric scores {hard!r}, {soft!r}") from None
+    return Evaluation(1.0 if hard >= 1.0 else 0.0, soft, str(feedback))
+
+
+JUDGE_SYSTEM = ("You grade one answer against a rubric. Reply with only a JSON object: "
+                '{"score": <number from 0 to 1>, "feedback": "<one or two sentences: what is wrong '
+                'and what a correct answer needs>"}')
+
+
+@dataclass(frozen=True)
+class LlmJudge:
+    version: str
+    rubric: str
+    threshold: float
+    needs_expected = False  # a reference answer is shown to the judge when the item has one
+
+    def check(self, expected: Any) -> str:
+        return ""
+
+    def messages(self, item: Item, output: str) -> list[dict]:
+        inputs = "\n".join(f"{k}: {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
+                           for k, v in item.input.items())
+        parts = [f"Rubric:\n{self.rubric}", f"Task input:\n{inputs}"]
+        if item.expected not in (None, ""):
+            reference = item.expected if isinstance(item.expected, str) else json.dumps(item.expected)
+            parts.append(f"Reference answer:\n{reference}")
+        parts.append(f"Answer to grade:\n{output}")
+        return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
+
+    def evaluate(self, item: Item, output: str, judge: Callable | None = None) -> Evaluation:
+        if judge is None:
+            raise TaskError("the llm_judge evaluator needs a judge model (set judge_model or optimizer_model)")
+        reply = judge(self.messages(item, output))
+        if getattr(reply, "error", ""):
+            return Evaluation(0.0, 0.0, f"judge call failed: {clip(reply.error, 120)}")
+        parsed = first_json_object(getattr(reply, "text", reply) or "")
+        score = parsed.get("score") if parsed else None
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0.0 <= score <= 1.0:
+            return Evaluation(0.0, 0.0, "judge reply unusable: expected JSON with a score from 0 to 1, "
+                                        f"got {show(getattr(reply, 'text', reply))}")
+        feedback = parsed.get("feedback")
+        feedback = clip(feedback, 400) if isinstance(feedback, str) and feedback.strip() else "no feedback given"
+        return Evaluation(1.0 if score >= self.threshold else 0.0, float(score), f"judge score {score:g}: {feedback}")
+
+
+# ---------------------------------------------------------------- user code
+
+_LOADED: dict[tuple[str, int, int], Any] = {}
+
+
+def load_callable(spec: str, base_dir: Path | None, what: str = "function") -> tuple[Callable, str]:
+    """Resolve "module:attr" from base_dir/<module>.py or an importable module.
+
+    Only the folder the user pointed at (the task folder) or modules already on the
+    import path are searched: a task file cannot make us execute an arbitrary path.
+    Returns (callable, a digest of the module source for cache versioning).
+    """
+    module_name, _, attr = spec.partition(":")
+    if not _MODULE_NAME.match(module_name) or not attr.isidentifier():
+        raise TaskError(f"{what} '{spec}' must look like module:name (a module name, not a path)")
+    module = None
+    if base_dir is not None:
+        parts = module_name.split(".")
+        for candidate in (base_dir.joinpath(*parts).with_suffix(".py"), base_dir.joinpath(*parts, "__init__.py")):
+            if candidate.is_file():
+                module = _load_file(candidate, module_name)
+                break
+    if module is None:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError:
+            where = f"{base_dir} or " if base_dir is not None else ""
+            raise TaskError(f"{what} module '{module_name}' not found in {where}the importable modules") from None
+        except Exception as exc:
+            raise TaskError(f"{what} module '{module_name}' failed to import: {type(exc).__name__}: {exc}") from None
+    target = getattr(module, attr, None)
+    if not callable(target):
+        raise TaskError(f"{what} '{spec}': module '{module_name}' has no callable '{attr}'")
+    source = getattr(module, "__file__", None)
+    digest = hashlib.sha256(Path(source).read_bytes()).hexdigest()[:12] if source and Path(source).is_file() else ""
+    return target, digest
+
+
+def _load_file(path: Path, module_name: str) -> Any:
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    if key in _LOADED:
+        return _LOADED[key]
+    unique = "skillopt_user_" + hashlib.sha256(key[0].encode()).hexdigest()[:10] + "_" + module_name.replace(".", "_")
+    spec = importlib.util.spec_from_file_location(unique, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[unique] = module  # dataclasses and pickling look modules up here
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        sys.modules.pop(unique, None)
+        raise TaskError(f"module {path.name} failed to load: {type(exc).__name__}: {clip(exc, 120)}") from None
+    _LOADED[key] = module
+    return module
+
+
+# ---------------------------------------------------------------- registry
+
+def _exact(options: Mapping, base_dir: Path | None) -> Evaluator:
+    return Exact(_version("exact", _options("exact", options, {})))
+
+
+def _normalized(options: Mapping, base_dir: Path | None) -> Evaluator:
+    return Normalized(_version("normalized", _options("normalized", options, {})))
+
+
+def _numeric(options: Mapping, base_dir: Path | None) -> Evaluator:
+    o = _options("numeric", options, {"tolerance": (float, 0.0), "relative": (bool, False), "marker": (str, "")})
+    if o["tolerance"] < 0 or not math.isfinite(o["tolerance"]):
+        raise TaskError(f"evaluator 'numeric' option 'tolerance' must be a non-negative number, got {o['tolerance']}")
+    return Numeric(_version("numeric", o), o["tolerance"], o["relative"], o["marker"].strip())
+
+
+def _regex(options: Mapping, base_dir: Path | None) -> Evaluator:
+    o = _options("regex", options, {"pattern": (str, None), "ignore_case": (bool, False)})
+    uses_expected = "{expected}" in o["pattern"]
+    try:
+        re.compile(o["pattern"].replace("{expected}", "x"))
+    except re.error as exc:
+        raise TaskError(f"evaluator 'regex' option 'pattern' is not a valid regular expression: {exc}") from None
+    return Regex(_version("regex", o), o["pattern"], o["ignore_case"], uses_expected)
+
+
+def _choice(options: Mapping, base_dir: Path | None) -> Evaluator:
+    o = _options("choice", options, {"labels": (list, None), "lenient": (bool, True)})
+    labels = _text_list("choice", "labels", o["labels"])
+    if len(labels) < 2:
+        raise TaskError("evaluator 'choice' option 'labels' needs at least two labels")
+    if len({normalize_text(l) for l in labels}) != len(labels):
+        raise TaskError("evaluator 'choice' option 'labels' has labels that differ only in case or punctuation")
+    return Choice(_version("choice", o), tuple(labels), o["lenient"])
+
+
+def _contains(options: Mapping, base_dir: Path | None) -> Evaluator:
+    o = _options("contains", options, {"ignore_case": (bool, True)})
+    return Contains(_version("contains", o), o["ignore_case"])
+
+
+def _json_fields(options: Mapping, base_dir: Path | None) -> Evaluator:
+    o = _options("json_fields", options, {"fields": (list, []), "ignore_case": (bool, False)})
+    fields = _text_list("json_fields", "fields", o["fields"]) if o["fields"] else []
+    return JsonFields(_version("json_fields", o), tuple(fields), o["ignore_case"])
+
+
+def _python(options: Mapping, base_dir: Path | None) -> Evaluator:
+    o = _options("python", options, {"function": (str, None)})
+    function, digest = load_callable(o["function"], base_dir, "evaluator function")
+    return PythonFunction(_version("python", o, digest), o["function"], function)
+
+
+def _llm_judge(options: Mapping, base_dir: Path | None) -> Evaluator:
+    o = _options("llm_judge", options, {"rubric": (str, None), "threshold": (float, 0.5)})
+    if not o["rubric"].strip():
+        raise TaskError("evaluator 'llm_judge' option 'rubric' must not be empty")
+    if not 0.0 <= o["threshold"] <= 1.0:
+        raise TaskError(f"evaluator 'llm_judge' option 'threshold' must be between 0 and 1, got {o['threshold']}")
+    return LlmJudge(_version("llm_judge", o), o["rubric"].strip(), o["threshold"])
+
+
+EVALUATORS: dict[str, Callable[[Mapping, Path | None], Evaluator]] = {
+    "exact": _exact,
+    "normalized": _normalized,
+    "numeric": _numeric,
+    "regex": _regex,
+    "choice": _choice,
+    "contains": _contains,
+    "json_fields": _json_fields,
+    "python": _python,
+    "llm_judge": _llm_judge,
+}
+
+
+def build_evaluator(table: Any, base_dir: Path | None = None) -> Evaluator:
+    """Build from a task.toml [evaluator] table; raises TaskError (without a file prefix)."""
+    if isinstance(table, str):
+        table = {"type": table}
+    if not isinstance(table, Mapping):
+        raise TaskError("[evaluator] must be a table with a 'type'")
+    options = {k: v for k, v in table.items() if k != "type"}
+    kind = table.get("type")
+    if not isinstance(kind, str) or not kind:
+        raise TaskError(f"[evaluator] needs a 'type' (one of: {', '.join(EVALUATORS)})")
+    if kind.startswith("python:"):  # SPEC shorthand: type = "python:module:function"
+        kind, options = "python", {**options, "function": kind.split(":", 1)[1]}
+    if kind not in EVALUATORS:
+        raise TaskError(f"unknown evaluator type '{kind}' (one of: {', '.join(EVALUATORS)})")
+    return EVALUATORS[kind](options, base_dir)

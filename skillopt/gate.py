@@ -1,0 +1,211 @@
+"""The gate (validation): accept a candidate skill only if it beats the incumbent.  (pure: no I/O)
+
+`strict` is the published rule: the candidate's selection score must exceed the
+incumbent's cached score; ties reject. `paired` compares the two skills item by item
+on the same selection items and can stop early. Its early decisions are exact, not
+estimates: it stops only when every possible outcome of the remaining items leads to
+the same decision as evaluating them all (see PairedGate).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+# Differences smaller than this are float noise: such an item is a tie, such a gain is none.
+EPS = 1e-12
+METRICS = ("hard", "soft", "mixed")
+
+
+def metric_value(hard: float, soft: float, metric: str, mixed_weight: float = 0.5) -> float:
+    """One item's gate value: hard (0/1), soft (0..1) or (1-w)*hard + w*soft."""
+    if metric == "hard":
+        return float(hard)
+    if metric == "soft":
+        return float(soft)
+    if metric == "mixed":
+        return (1.0 - mixed_weight) * hard + mixed_weight * soft
+    raise ValueError(f"unknown gate metric {metric!r}; choose from {', '.join(METRICS)}")
+
+
+def mean_score(pairs: Iterable[tuple[float, float]], metric: str, mixed_weight: float = 0.5) -> float:
+    """Mean gate value over (hard, soft) pairs; 0.0 for no items."""
+    values = [metric_value(h, s, metric, mixed_weight) for h, s in pairs]
+    return math.fsum(values) / len(values) if values else 0.0
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    accept: bool
+    current_score: float
+    candidate_score: float
+    margin: float  # candidate_score - current_score
+    p_value: float | None  # paired mode: one-sided sign test; strict: None
+    n_items: int  # selection items in the gate
+    n_evaluated: int  # items the candidate was actually scored on (fewer after an early stop)
+    wins: int
+    losses: int
+    early_stop: bool
+    reason: str
+
+
+def strict(current_score: float, candidate_score: float, n_items: int) -> GateDecision:
+    """The reference rule: accept iff candidate > current; a tie rejects."""
+    margin = candidate_score - current_score
+    accept = margin > EPS
+    if accept:
+        reason = f"candidate {candidate_score:.4f} > current {current_score:.4f}"
+    elif abs(margin) <= EPS:
+        reason = f"tie at {candidate_score:.4f}: ties reject"
+    else:
+        reason = f"candidate {candidate_score:.4f} < current {current_score:.4f}"
+    return GateDecision(accept, current_score, candidate_score, margin, None, n_items, n_items,
+                        0, 0, False, reason)
+
+
+@functools.lru_cache(maxsize=4096)  # the sequential gate asks for the same (wins, losses) often
+def sign_test_p(wins: int, losses: int) -> float:
+    """One-sided exact sign test: P(X >= wins) for X ~ Binomial(wins + losses, 1/2).
+
+    Ties are excluded by the caller; with no discordant items there is no evidence: 1.0.
+    """
+    n = wins + losses
+    if n <= 0:
+        return 1.0
+    # Integer arithmetic is exact; int / int division rounds correctly even for huge n.
+    return sum(math.comb(n, k) for k in range(wins, n + 1)) / (1 << n)
+
+
+def order_items(item_ids: Iterable[str], seed: int) -> tuple[str, ...]:
+    """A deterministic shuffle: by a hash of (seed, id), so a subset keeps its relative order."""
+    return tuple(sorted(set(item_ids), key=lambda i: (hashlib.sha256(f"{seed}\x00{i}".encode()).hexdigest(), i)))
+
+
+def _outcome(diff: float) -> int:
+    return 1 if diff > EPS else (-1 if diff < -EPS else 0)
+
+
+def _rule(diffs: Sequence[float], n: int, min_delta: float, alpha: float) -> tuple[bool, float, float, int, int]:
+    """(accept, mean gain, p, wins, losses) for the full set of `n` per-item differences."""
+    wins = sum(1 for d in diffs if _outcome(d) > 0)
+    losses = sum(1 for d in diffs if _outcome(d) < 0)
+    gain = math.fsum(diffs) / n if n else 0.0
+    p = sign_test_p(wins, losses)
+    return (n > 0 and gain >= max(min_delta, EPS) and p <= alpha), gain, p, wins, losses
+
+
+class PairedGate:
+    """Sequential paired gate over a fixed item list. Immutable: observe() returns a new gate.
+
+    Rule on the full set: mean(candidate - incumbent) >= max(min_delta, EPS) AND
+    sign_test_p(wins, losses) <= alpha. Values lie in [0, 1], so an unseen item's
+    difference lies in [-incumbent, 1 - incumbent]. Both parts of the rule improve
+    monotonically with each item's difference (a larger sum; a win instead of a tie
+    or a loss lowers p), so if the all-best completion of the unseen items rejects,
+    every completion rejects (early reject), and if the all-worst one accepts, every
+    completion accepts (early accept). Sums use math.fsum (exactly rounded), so the
+    bound and the full evaluation can never disagree through float summation order.
+    """
+
+    __slots__ = ("_incumbent", "_items", "_min_delta", "_alpha", "_seen")
+
+    def __init__(self, incumbent: Mapping[str, float], items: Sequence[str],
+                 min_delta: float = 0.0, alpha: float = 0.5, _seen: Mapping[str, float] | None = None):
+        items = tuple(items)
+        missing = [i for i in items if i not in incumbent]
+        if missing:
+            raise ValueError(f"incumbent has no value for item {missing[0]!r}")
+        if len(set(items)) != len(items):
+            raise ValueError("gate items must be distinct")
+        self._incumbent = {i: float(incumbent[i]) for i in items}
+        self._items = items
+        self._min_delta = float(min_delta)
+        self._alpha = float(alpha)
+        self._seen: dict[str, float] = dict(_seen or {})
+
+    # -- observing
+    def observe(self, item_id: str, candidate_value: float) -> "PairedGate":
+        if item_id not in self._incumbent:
+            raise ValueError(f"item {item_id!r} is not in this gate")
+        if item_id in self._seen:
+            raise ValueError(f"item {item_id!r} was already observed")
+        seen = dict(self._seen)
+        seen[item_id] = float(candidate_value)
+        return PairedGate(self._incumbent, self._items, self._min_delta, self._alpha, seen)
+
+    @property
+    def items(self) -> tuple[str, ...]:
+        return self._items
+
+    @property
+    def remaining(self) -> tuple[str, ...]:
+        return tuple(i for i in self._items if i not in self._seen)
+
+    @property
+    def n_evaluated(self) -> int:
+        return len(self._seen)
+
+    # -- bounds
+    def _diffs(self, fill: float | None) -> list[float]:
+        """Seen differences plus unseen ones as if the candidate scored `fill` (None: skip)."""
+        out = []
+        for i in self._items:
+            value = self._seen.get(i, fill)
+            if value is not None:
+                out.append(value - self._incumbent[i])
+        return out
+
+    def _verdict(self, fill: float) -> bool:
+        return _rule(self._diffs(fill), len(self._items), self._min_delta, self._alpha)[0]
+
+    @property
+    def done(self) -> bool:
+        """True once the outcome no longer depends on the unseen items."""
+        if not self._items or len(self._seen) == len(self._items):
+            return True
+        return not self._verdict(1.0) or self._verdict(0.0)
+
+    def decision(self) -> GateDecision:
+        """The gate's decision; before `done` it conservatively rejects as incomplete.
+
+        Scores and margin cover the evaluated items only (an early stop leaves the
+        rest unscored); wins, losses and p_value are over those items too.
+        """
+        n, k = len(self._items), len(self._seen)
+        seen_ids = [i for i in self._items if i in self._seen]
+        current = math.fsum(self._incumbent[i] for i in seen_ids) / k if k else 0.0
+        candidate = math.fsum(self._seen[i] for i in seen_ids) / k if k else 0.0
+        observed = self._diffs(None)
+        wins = sum(1 for d in observed if _outcome(d) > 0)
+        losses = sum(1 for d in observed if _outcome(d) < 0)
+        p = sign_test_p(wins, losses)
+        early = self.done and 0 < n and k < n
+        need = max(self._min_delta, EPS)
+        if not n:
+            accept, reason = False, "no selection items to compare on"
+        elif not self.done:
+            accept, reason = False, f"incomplete: {k} of {n} items evaluated, outcome still open"
+        elif k == n:
+            accept, gain, p, wins, losses = _rule(observed, n, self._min_delta, self._alpha)
+            verdict = "accept" if accept else "reject"
+            reason = (f"{verdict}: mean gain {gain:+.4f} (need >= {need:.4g}), "
+                      f"sign test p={p:.4f} (need <= {self._alpha:.4g}), {wins} wins / {losses} losses")
+        elif self._verdict(0.0):
+            accept, reason = True, (f"early accept after {k} of {n} items: wins even if every "
+                                    f"remaining item is lost ({wins} wins / {losses} losses so far)")
+        else:
+            accept, reason = False, (f"early reject after {k} of {n} items: cannot reach mean gain "
+                                     f">= {need:.4g} with p <= {self._alpha:.4g} even if every remaining item is won")
+        return GateDecision(accept, current, candidate, candidate - current, p, n, k,
+                            wins, losses, early, reason)
+
+
+def paired(incumbent: Mapping[str, float], candidate: Mapping[str, float], items: Sequence[str],
+           min_delta: float = 0.0, alpha: float = 0.5) -> GateDecision:
+    """The paired rule evaluated on every item (no early stop): the sequential gate's reference."""
+    gate = PairedGate(incumbent, items, min_delta, alpha)
+    for i in gate.items:
+        gate = gate.observe(i, candidate[i])
+    return gate.decision()

@@ -1,0 +1,84 @@
+"""Start, stop and resume training runs as subprocesses (for the dashboard).
+
+The dashboard never trains in its own process: a run is `python -m skillopt train`
+in its own session, logging to data/runs/logs/<run id>.log. Stopping is cooperative
+through the store (the trainer checks between stages); SIGTERM is only the fallback
+for a trainer that does not react in time.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .runner import new_run_id
+from .store import Store, db_path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def log_path(db: str | os.PathLike | None, run_id: str) -> Path:
+    return db_path(db).parent / "logs" / f"{run_id}.log"
+
+
+def _spawn(args: list[str], db: str | os.PathLike | None, run_id: str) -> subprocess.Popen:
+    log = log_path(db, run_id)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env["SKILLOPT_DB"] = str(db_path(db).resolve())
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    with open(log, "ab") as fh:
+        return subprocess.Popen([sys.executable, "-m", "skillopt", *args], cwd=ROOT, stdout=fh,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                start_new_session=True)
+
+
+def start(task: str, overrides: dict[str, object], *, db: str | os.PathLike | None = None, name: str = "",
+          seed_skill_file: str | None = None, run_id: str | None = None) -> tuple[str, subprocess.Popen]:
+    run_id = run_id or new_run_id()
+    args = ["train", "--task", task, "--run-id", run_id]
+    if name:
+        args += ["--name", name]
+    if seed_skill_file:
+        args += ["--seed-skill", seed_skill_file]
+    for key, value in overrides.items():
+        args += ["--set", f"{key}={str(value).lower() if isinstance(value, bool) else value}"]
+    return run_id, _spawn(args, db, run_id)
+
+
+def resume(run_id: str, *, db: str | os.PathLike | None = None) -> subprocess.Popen:
+    return _spawn(["resume", run_id], db, run_id)
+
+
+def stop(run_id: str, *, db: str | os.PathLike | None = None, grace_s: float = 0.0) -> None:
+    """Ask the run to stop; after grace_s without reaction, SIGTERM its process."""
+    store = Store(db)
+    try:
+        store.request_stop(run_id)
+        row = store.run(run_id)
+        if grace_s <= 0 or row is None or not row["pid"]:
+            return
+        deadline = time.time() + grace_s
+        while time.time() < deadline:
+            row = store.run(run_id)
+            if row["status"] not in ("stopping", "running", "waiting_approval"):
+                return
+            time.sleep(0.2)
+        try:
+            os.killpg(row["pid"], signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            store.set_status(run_id, "stopped", "process gone")
+    finally:
+        store.close()
+
+
+def read_log(db: str | os.PathLike | None, run_id: str, max_bytes: int = 20_000) -> str:
+    path = log_path(db, run_id)
+    if not path.exists():
+        return ""
+    with open(path, "rb") as fh:
+        fh.seek(max(0, path.stat().st_size - max_bytes))
+        return fh.read().decode("utf-8", errors="replace")

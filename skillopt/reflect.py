@@ -1,0 +1,411 @@
+"""Backprop: the optimizer reads minibatches of trajectories and proposes edits.
+
+Built for small optimizers (a 1.5B local model with a 4k context), which the published
+SkillOpt could not use: short prompts (each trajectory clipped, the skill never repeated
+inside trajectories), failures grouped by expected answer so a pattern is visible, a
+bounded JSON schema, and edits that cannot miss their anchor: the skill is shown with
+numbered lines and the optimizer names a line number or a heading from an enum, which we
+turn into the exact text, instead of copying text it would misquote.
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from string import Template
+from typing import Any, Callable, Sequence
+
+from .config import RunConfig
+from .patch import OPS, Edit
+from .skill import lines as skill_lines
+from .skill import sections as skill_sections
+from .task import Trajectory
+
+CONTENT_CHARS = 600  # longest edit text accepted: rules are sentences, not essays
+SUMMARY_CHARS = 300
+RATIONALE_CHARS = 200
+EXTRA_EDITS = 2  # the schema allows a few more than the budget: surplus feeds support counting, clip decides
+MAX_PATTERNS = 6  # step buffer entries shown in a prompt (newest kept): prompt economy
+MAX_REJECTED = 8
+_USER_SPLIT = "<!-- user -->"
+
+
+# --- prompt templates ---------------------------------------------------------------------
+
+@lru_cache(maxsize=None)
+def template(name: str) -> tuple[str, str]:
+    """(system, user) halves of skillopt/prompts/<name>.md."""
+    text = resources.files("skillopt").joinpath("prompts", f"{name}.md").read_text(encoding="utf-8")
+    system, _, user = text.partition(_USER_SPLIT)
+    return system.strip(), user.strip()
+
+
+def prompt_messages(name: str, **values: Any) -> list[dict]:
+    """Fill a template with $-substitution: skill text full of braces stays intact.
+
+    The system half is the stable instruction text, first, so provider prompt caches hit.
+    """
+    system, user = template(name)
+    values = {k: str(v) for k, v in values.items()}
+    return [{"role": "system", "content": Template(system).substitute(values)},
+            {"role": "user", "content": Template(user).substitute(values)}]
+
+
+def clip(text: str, limit: int) -> str:
+    """Keep head and tail of an over-long text and say how much was cut."""
+    if len(text) <= limit:
+        return text
+    note = f" [... {len(text) - limit} chars clipped ...] "
+    keep = max(limit - len(note), 20)
+    head = keep * 2 // 3
+    return text[:head] + note + text[len(text) - (keep - head):]
+
+
+# --- the step buffer (memory of this epoch) -----------------------------------------------
+
+@dataclass(frozen=True)
+class RejectedEdit:
+    step: int
+    edit: Edit
+    score_before: float
+    score_after: float
+    reason: str  # gate | human | slow_gate
+
+
+@dataclass(frozen=True)
+class StepBuffer:
+    patterns: tuple[str, ...] = ()
+    rejected: tuple[RejectedEdit, ...] = ()
+
+
+@dataclass(frozen=True)
+class MinibatchResult:
+    index: int
+    kind: str  # failure | success
+    item_ids: tuple[str, ...]
+    ok: bool
+    summary: str
+    edits: tuple[Edit, ...]
+    error: str = ""
+    dropped: tuple[str, ...] = ()  # why proposed edits were discarded (e.g. "line 57 does not exist")
+
+
+def describe_edit(edit: Edit, limit: int = 160) -> str:
+    where = f" under \"{edit.section}\"" if edit.section else ""
+    where += f" at \"{clip(edit.target, 60)}\"" if edit.target else ""
+    return f"{edit.op}{where}: \"{clip(edit.content.strip(), limit)}\"" if edit.content.strip() else f"{edit.op}{where}"
+
+
+def _notes(meta_skill: str, buffer: StepBuffer) -> str:
+    parts = []
+    if meta_skill.strip():
+        parts.append("STRATEGY NOTES (lessons from earlier epochs):\n" + meta_skill.strip())
+    patterns = list(dict.fromkeys(p.strip() for p in buffer.patterns if p.strip()))[-MAX_PATTERNS:]
+    if patterns:
+        parts.append("FAILURE PATTERNS SEEN EARLIER THIS EPOCH:\n" + "\n".join(f"- {p}" for p in patterns))
+    if buffer.rejected:
+        parts.append("REJECTED EDITS (did not improve the score; do not propose them again):\n" + "\n".join(
+            f"- {describe_edit(r.edit)} ({r.reason} {r.score_before:.3f} -> {r.score_after:.3f})"
+            for r in buffer.rejected[-MAX_REJECTED:]))
+    return "".join(f"\n{p}\n" for p in parts)
+
+
+# --- minibatches --------------------------------------------------------------------------
+
+def _grouped(trajs: list[Trajectory]) -> list[Trajectory]:
+    # Same expected answer next to each other (groups in shuffled order of first appearance),
+    # so a minibatch shows one pattern several times: what a small optimizer needs to see it.
+    groups: dict[str, list[Trajectory]] = {}
+    for t in trajs:
+        groups.setdefault(t.expected.strip().casefold(), []).append(t)
+    return [t for group in groups.values() for t in group]
+
+
+def make_minibatches(trajectories: Sequence[Trajectory], minibatch_size: int, seed: int,
+                     failure_only: bool = False) -> list[tuple[str, tuple[Trajectory, ...]]]:
+    """[(kind, trajectories)]: failures (hard < 1) first, then successes, each shuffled with
+    the seed, grouped by expected answer and chunked. Trajectories whose model call failed
+    are left out: they say nothing about the skill."""
+    rng = random.Random(seed)
+    usable = [t for t in trajectories if not t.error]
+    kinds = [("failure", [t for t in usable if t.evaluation.hard < 1])]
+    if not failure_only:
+        kinds.append(("success", [t for t in usable if t.evaluation.hard >= 1]))
+    out = []
+    for kind, trajs in kinds:
+        rng.shuffle(trajs)
+        trajs = _grouped(trajs)
+        size = max(1, minibatch_size)
+        out.extend((kind, tuple(trajs[i:i + size])) for i in range(0, len(trajs), size))
+    return out
+
+
+# --- one reflection call ------------------------------------------------------------------
+
+def numbered(skill: str) -> str:
+    return "\n".join(f"{n:>3}| {line}" for n, (_, _, line) in enumerate(skill_lines(skill), 1))
+
+
+def section_paths(skill: str) -> list[str]:
+    return list(dict.fromkeys(s.path_str for s in skill_sections(skill) if s.path_str))
+
+
+def common_lines(prompts: Sequence[str]) -> tuple[str, ...]:
+    """Lines every prompt of a minibatch has (the task template's boilerplate): shown once,
+    not once per case, which keeps a small optimizer's prompt short."""
+    if len(prompts) < 2:
+        return ()
+    sets = [{line.strip() for line in p.splitlines()} for p in prompts[1:]]
+    first = [line.strip() for line in prompts[0].splitlines()]
+    return tuple(dict.fromkeys(line for line in first if line and all(line in s for s in sets)))
+
+
+def format_case(n: int, t: Trajectory, limit: int, skill: str = "", common: Sequence[str] = ()) -> str:
+    """One trajectory in at most about `limit` chars; the task gets what the rest leaves."""
+    prompt = t.prompt
+    if skill.strip() and skill.strip() in prompt:  # a plug-in task that embeds the skill: never repeat it
+        prompt = prompt.replace(skill.strip(), "[the skill]")
+    if common:
+        drop = set(common)
+        prompt = "\n".join(line for line in prompt.splitlines() if line.strip() not in drop)
+    parts = (prompt.strip(), t.output.strip(), t.expected.strip(), t.evaluation.feedback.strip())
+    side = max(40, min(200, limit // 3))  # output and feedback; the task gets what they leave
+    output, expected, feedback = clip(parts[1], side), clip(parts[2], min(side, 120)), clip(parts[3], side)
+    task = clip(parts[0], max(limit - len(output) - len(expected) - len(feedback) - 60, 80))
+    clipped = (task, output, expected, feedback) != parts
+    note = f" (clipped from {sum(map(len, parts))} chars; cuts are marked)" if clipped else ""
+    return (f"--- case {n}{note} ---\nTask:\n{task}\nOutput: {output}\nExpected: {expected}\n"
+            f"Feedback: {feedback}")
+
+
+def reflect_schema(budget: int, sections: Sequence[str], n_lines: int) -> dict:
+    edit = {"type": "object", "additionalProperties": False,
+            "required": ["op", "section", "line", "content", "rationale"],
+            "properties": {"op": {"type": "string", "enum": list(OPS)},
+                           "section": {"type": "string", "enum": [*sections, ""]},
+                           "line": {"type": "integer", "minimum": 0, "maximum": max(n_lines, 0)},
+                           "content": {"type": "string", "maxLength": CONTENT_CHARS},
+                           "rationale": {"type": "string", "maxLength": RATIONALE_CHARS}}}
+    return {"title": "reflection", "type": "object", "additionalProperties": False,
+            "required": ["summary", "edits"],
+            "properties": {"summary": {"type": "string", "maxLength": SUMMARY_CHARS},
+                           "edits": {"type": "array", "maxItems": max(budget, 0) + EXTRA_EDITS, "items": edit}}}
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    summary: str
+    edits: tuple[Edit, ...]
+    dropped: tuple[str, ...]
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def parse_edits(obj: object, skill: str, kind: str, cap: int) -> _Parsed:
+    """Validate a reflection reply; the reply's shape is fatal (ValueError: repair), a bad
+    single edit only drops that edit, so one bad line number never wastes the whole call."""
+    if not isinstance(obj, dict):
+        raise ValueError("the reply must be a JSON object with 'summary' and 'edits'")
+    raw = obj.get("edits")
+    if not isinstance(raw, list):
+        raise ValueError("'edits' must be a list (use [] for no edits)")
+    summary = obj.get("summary", "")
+    summary = clip(summary.strip(), SUMMARY_CHARS) if isinstance(summary, str) else ""
+    texts = [line for _, _, line in skill_lines(skill)]
+    edits, dropped = [], []
+    for i, e in enumerate(raw, 1):
+        if len(edits) >= cap:
+            dropped.append(f"edit {i}: over the limit of {cap} edits")
+            continue
+        if not isinstance(e, dict) or e.get("op") not in OPS:
+            dropped.append(f"edit {i}: op must be one of {', '.join(OPS)}")
+            continue
+        op, content = e["op"], e.get("content", "")
+        section = e.get("section", "") if isinstance(e.get("section", ""), str) else ""
+        line = _as_int(e.get("line", 0))
+        if not isinstance(content, str) or line is None or line < 0:
+            dropped.append(f"edit {i}: 'content' must be text and 'line' a line number")
+            continue
+        if line > len(texts):
+            dropped.append(f"edit {i}: line {line} does not exist (the skill has {len(texts)} lines)")
+            continue
+        target = texts[line - 1] if line else ""
+        if line and not target.strip():
+            dropped.append(f"edit {i}: line {line} is blank")
+            continue
+        if op in ("replace", "delete") and not target:
+            dropped.append(f"edit {i}: {op} needs the number of the line to change")
+            continue
+        if op != "delete" and not content.strip():
+            dropped.append(f"edit {i}: {op} without content")
+            continue
+        if op == "add" and section.strip():
+            target = ""  # a heading is the sturdier anchor; patch adds at the end of that section
+        rationale = e.get("rationale", "")
+        edits.append(Edit(op=op, target=target, content=content.strip()[:CONTENT_CHARS] if op != "delete" else "",
+                          section=section.strip() if op == "add" else "",
+                          rationale=rationale.strip()[:RATIONALE_CHARS] if isinstance(rationale, str) else "",
+                          source=kind))
+    return _Parsed(summary, tuple(edits), tuple(dropped))
+
+
+def _reflect_one(optimizer, index: int, kind: str, batch: tuple[Trajectory, ...], skill: str, budget: int,
+                 notes: str, sections: list[str], limit: int, step: int) -> MinibatchResult:
+    header = ("failures: the assistant got these wrong" if kind == "failure"
+              else "successes: the assistant got these right; add only knowledge the skill lacks")
+    common = common_lines([t.prompt for t in batch])
+    shared = "EVERY TASK BELOW ALSO SAYS:\n" + "\n".join(common) + "\n\n" if common else ""
+    messages = prompt_messages(
+        "reflect", skill=numbered(skill), sections="; ".join(f'"{s}"' for s in sections) or "(none)",
+        notes=notes, kind=header, common=shared, budget=budget,
+        cases="\n".join(format_case(i, t, limit, skill, common) for i, t in enumerate(batch, 1)))
+    n_lines = len(skill_lines(skill))
+    cap = max(budget, 0) + EXTRA_EDITS
+    value, reply = optimizer.complete_json(
+        messages, stage="reflect", step=step, schema=reflect_schema(budget, sections, n_lines),
+        validate=lambda obj: parse_edits(obj, skill, kind, cap))
+    ids = tuple(t.item_id for t in batch)
+    if value is None:
+        return MinibatchResult(index, kind, ids, False, "", (), error=reply.error or "unusable reply")
+    return MinibatchResult(index, kind, ids, True, value.summary, value.edits, dropped=value.dropped)
+
+
+def reflect(optimizer, skill: str, trajectories: Sequence[Trajectory], *, budget: int, buffer: StepBuffer,
+            meta_skill: str, config: RunConfig, step: int, seed: int) -> tuple[MinibatchResult, ...]:
+    """One optimizer call per minibatch, `analyst_workers` at a time, results in minibatch order.
+
+    An unusable reply becomes a failed MinibatchResult; ModelError and BudgetExhausted
+    propagate (the trainer ends or stops the run on them).
+    """
+    batches = make_minibatches(trajectories, config.minibatch_size, seed, config.failure_only)
+    if not batches:
+        return ()
+    notes = _notes(meta_skill, buffer)
+    sections = section_paths(skill)
+    pool = ThreadPoolExecutor(max_workers=max(1, min(config.analyst_workers, len(batches))),
+                              thread_name_prefix="reflect")
+    try:
+        futures = [pool.submit(_reflect_one, optimizer, i, kind, batch, skill, budget, notes, sections,
+                               config.trajectory_chars, step) for i, (kind, batch) in enumerate(batches)]
+        return tuple(f.result() for f in futures)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # after a fatal error, queued calls never start
+
+
+# --- optimizer helpers injected into the edit pipeline -----------------------------------
+
+def edit_listing(edits: Sequence[Edit], supports: Sequence[int]) -> str:
+    """Numbered edits for the merge / rank / lr prompts: the text on its own line, easy to read."""
+    out = []
+    for i, (e, support) in enumerate(zip(edits, supports), 1):
+        where = f' to "{e.section}"' if e.section else ""
+        out.append(f"[{i}] {e.op}{where} (support {support}, from {e.source})")
+        if e.target:
+            out.append(f"    old: {clip(' / '.join(e.target.strip().splitlines()), 160)}")
+        if e.content.strip():
+            out.append(f"    new: {clip(' / '.join(e.content.strip().splitlines()), 240)}")
+    return "\n".join(out)
+
+
+def _edit_list(candidates: Sequence[Any]) -> str:
+    return edit_listing([c.edit for c in candidates], [len(c.minibatches) for c in candidates])
+
+
+def _numbers(value: object, key: str, n: int) -> list[int]:
+    if not isinstance(value, dict) or not isinstance(value.get(key), list):
+        raise ValueError(f"expected {{\"{key}\": [...]}}")
+    flat = value[key]
+    if key == "groups":
+        flat = [x for g in flat for x in (g if isinstance(g, list) else [g])]
+    nums = [x for x in flat if isinstance(x, int) and not isinstance(x, bool)]
+    if len(nums) != len(flat) or any(not 1 <= x <= n for x in nums):
+        raise ValueError(f"'{key}' must hold edit numbers from 1 to {n}")
+    return nums
+
+
+def llm_merge(optimizer, step: int) -> Callable[[list], list]:
+    """A transforms.merge function: the optimizer groups live edits that say the same
+    thing; each group becomes its first edit with the group's minibatches united (the
+    others are then absent, which transforms.merge records as "merged"). An unusable
+    reply returns the input unchanged."""
+    def merge(candidates: list) -> list:
+        if len(candidates) < 2:
+            return list(candidates)
+        schema = {"title": "merge", "type": "object", "required": ["groups"], "additionalProperties": False,
+                  "properties": {"groups": {"type": "array", "maxItems": len(candidates), "items": {
+                      "type": "array", "items": {"type": "integer", "minimum": 1, "maximum": len(candidates)}}}}}
+
+        def validate(obj: object) -> list[list[int]]:
+            _numbers(obj, "groups", len(candidates))
+            return [g if isinstance(g, list) else [g] for g in obj["groups"]]
+
+        groups, _ = optimizer.complete_json(prompt_messages("merge", edits=_edit_list(candidates)), stage="merge",
+                                            step=step, schema=schema, validate=validate)
+        if groups is None:
+            return list(candidates)
+        leader = list(range(len(candidates)))  # index -> index of the edit it folds into
+        for group in groups:
+            members = [n - 1 for n in dict.fromkeys(group) if leader[n - 1] == n - 1]
+            for m in members[1:]:
+                leader[m] = members[0]
+        out = []
+        for i, c in enumerate(candidates):
+            if leader[i] != i:
+                continue
+            union = sorted(set().union(*(candidates[j].minibatches for j in range(len(candidates)) if leader[j] == i)))
+            out.append(c if tuple(union) == tuple(c.minibatches) else dataclasses.replace(c, minibatches=tuple(union)))
+        return out
+    return merge
+
+
+def llm_rank(optimizer, step: int, skill: str = "") -> Callable[[list], list]:
+    """A transforms.rank `extra`: the live edits in the optimizer's order (those it does
+    not name keep their order after the named ones); an unusable reply changes nothing."""
+    def rank(candidates: list) -> list:
+        if len(candidates) < 2:
+            return list(candidates)
+        schema = {"title": "rank", "type": "object", "required": ["order"], "additionalProperties": False,
+                  "properties": {"order": {"type": "array", "maxItems": len(candidates),
+                                           "items": {"type": "integer", "minimum": 1, "maximum": len(candidates)}}}}
+        order, _ = optimizer.complete_json(
+            prompt_messages("rank", skill=clip(skill.strip(), 2000) or "(not shown)", edits=_edit_list(candidates)),
+            stage="rank", step=step, schema=schema, validate=lambda obj: _numbers(obj, "order", len(candidates)))
+        if order is None:
+            return list(candidates)
+        named = list(dict.fromkeys(order))
+        return [candidates[n - 1] for n in named] + [c for i, c in enumerate(candidates, 1) if i not in named]
+    return rank
+
+
+def choose_budget(optimizer, skill: str, pool_edits: Sequence[Edit], *, lr: int, min_lr: int,
+                  step: int) -> int | None:
+    """The autonomous schedule's question: how many edits now? None when unusable
+    (schedules.clamp_autonomous then falls back to the cosine value and clamps)."""
+    if not pool_edits:
+        return None
+    listing = edit_listing(pool_edits, [e.support for e in pool_edits])
+    schema = {"title": "step_size", "type": "object", "required": ["count", "reason"], "additionalProperties": False,
+              "properties": {"count": {"type": "integer", "minimum": 0, "maximum": lr},
+                             "reason": {"type": "string", "maxLength": RATIONALE_CHARS}}}
+
+    def validate(obj: object) -> int:
+        count = _as_int(obj.get("count")) if isinstance(obj, dict) else None
+        if count is None:
+            raise ValueError("expected {\"count\": <integer>, \"reason\": \"...\"}")
+        return count
+
+    count, _ = optimizer.complete_json(
+        prompt_messages("lr", lines=len(skill_lines(skill)), min_lr=min_lr, lr=lr, edits=listing),
+        stage="lr", step=step, schema=schema, validate=validate)
+    return count

@@ -1,0 +1,125 @@
+"""Forward pass: run the target model on items with a skill, scored and cached.
+
+Per-item results are cached by (skill sha, task, item, target model, generation
+settings, evaluator version), across steps and across runs, so no skill is ever scored
+twice on the same item: the gate re-uses the incumbent's results, a resumed run re-uses
+everything it already paid for, and the seed skill's test score is shared by every run
+of the same task and model. Only successful rollouts are cached; a model error is a
+score of 0 for this evaluation and is retried next time.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable, Protocol, Sequence
+
+from . import events as ev
+from .llm import LLM
+from .skill import sha
+from .task import Evaluation, Item, Trajectory
+
+
+class EvalCache(Protocol):
+    def eval_get(self, key: str): ...
+
+    def eval_put(self, key: str, t: Trajectory) -> None: ...
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The results of one evaluation of a skill on some items, in item order."""
+    trajectories: tuple[Trajectory, ...]
+    cached: tuple[bool, ...]
+
+    @property
+    def by_item(self) -> dict[str, Trajectory]:
+        return {t.item_id: t for t in self.trajectories}
+
+    @property
+    def n_errors(self) -> int:
+        return sum(bool(t.error) for t in self.trajectories)
+
+    def mean(self, attr: str) -> float:
+        if not self.trajectories:
+            return 0.0
+        return sum(getattr(t.evaluation, attr) for t in self.trajectories) / len(self.trajectories)
+
+
+def item_hash(item: Item) -> str:
+    data = json.dumps([item.id, dict(item.input), item.expected], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(data.encode()).hexdigest()[:16]
+
+
+class Evaluator:
+    """Evaluates skills on items for one run; emits RolloutsDone for the store."""
+
+    def __init__(self, task, target: LLM, *, judge: LLM | None, cache: EvalCache | None, use_cache: bool,
+                 workers: int, run_id: str, emit: Callable[[ev.Event], None]):
+        self.task = task
+        self.target = target
+        self.judge = judge
+        self.cache = cache if use_cache else None
+        self.workers = max(1, workers)
+        self.run_id = run_id
+        self.emit = emit
+        settings = target.settings
+        self._model_key = json.dumps([task.name, task.evaluator_version, target.model,
+                                      settings.temperature, settings.max_tokens])
+
+    def key(self, skill_sha: str, item: Item) -> str:
+        return hashlib.sha256(f"{skill_sha}|{item_hash(item)}|{self._model_key}".encode()).hexdigest()
+
+    def cached(self, skill: str, item: Item) -> Trajectory | None:
+        if self.cache is None:
+            return None
+        row = self.cache.eval_get(self.key(sha(skill), item))
+        if row is None:
+            return None
+        return Trajectory(item_id=item.id, prompt=row["prompt"], output=row["output"],
+                          expected=_expected_text(item.expected),
+                          evaluation=Evaluation(hard=row["hard"], soft=row["soft"], feedback=row["feedback"]))
+
+    def run(self, skill: str, items: Sequence[Item], *, step: int, split: str, purpose: str,
+            stage: str) -> Batch:
+        skill_sha = sha(skill)
+        results: list[Trajectory | None] = [self.cached(skill, it) for it in items]
+        hits = tuple(r is not None for r in results)
+        missing = [i for i, r in enumerate(results) if r is None]
+        if missing:
+            def one(i: int) -> Trajectory:
+                return self._rollout(skill, skill_sha, items[i], step=step, stage=stage)
+
+            with ThreadPoolExecutor(max_workers=min(self.workers, len(missing))) as pool:
+                for i, traj in zip(missing, pool.map(one, missing)):
+                    results[i] = traj
+        batch = Batch(trajectories=tuple(results), cached=hits)  # type: ignore[arg-type]
+        if items:
+            self.emit(ev.RolloutsDone(run_id=self.run_id, step=step, split=split, purpose=purpose,
+                                      skill_sha=skill_sha, trajectories=batch.trajectories, cached=hits))
+        return batch
+
+    def one(self, skill: str, item: Item, *, step: int, stage: str) -> tuple[Trajectory, bool]:
+        """Evaluate a single item (the paired gate walks items one by one)."""
+        hit = self.cached(skill, item)
+        if hit is not None:
+            return hit, True
+        return self._rollout(skill, sha(skill), item, step=step, stage=stage), False
+
+    def _rollout(self, skill: str, skill_sha: str, item: Item, *, step: int, stage: str) -> Trajectory:
+        def complete(messages: list[dict]):
+            return self.target.complete(messages, stage=stage, step=step)
+
+        judge = None
+        if self.judge is not None:
+            def judge(messages: list[dict]):
+                return self.judge.complete(messages, stage="judge", step=step)
+        traj = self.task.rollout(item, skill, complete, judge=judge)
+        if self.cache is not None and not traj.error:
+            self.cache.eval_put(self.key(skill_sha, item), traj)
+        return traj
+
+
+def _expected_text(expected) -> str:
+    return expected if isinstance(expected, str) else json.dumps(expected, ensure_ascii=False, sort_keys=True)

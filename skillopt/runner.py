@@ -1,0 +1,109 @@
+"""Wiring of one run: task + config + store + models -> trainer. Used by the CLI.
+
+`start` validates everything BEFORE the run is written to the store, so bad input never
+leaves a partial run behind; `resume` continues from the state of the last completed
+unit of work.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from typing import Callable
+
+from . import events as ev
+from .config import RunConfig, load_mapping
+from .errors import UserError
+from .llm import Meter, build_models
+from .plan import Plan
+from .skill import validate as validate_skill
+from .store import LIVE_STATUSES, Store
+from .task import load_task
+from .trainer import Decision, Hooks, fit
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+def _decisions(store: Store, run_id: str) -> Callable[[int], list[Decision]]:
+    def read(step: int) -> list[Decision]:
+        return [Decision(status=r["status"], content=r["content"] or "") for r in store.approvals(run_id, step)]
+    return read
+
+
+def _meter(store: Store, run_id: str, config: RunConfig) -> Meter:
+    """Budgets count what the run already spent before an interruption."""
+    row = store.query("SELECT COUNT(*), COALESCE(SUM(cost_usd), 0) FROM llm_calls "
+                      "WHERE run_id = ? AND cached = 0", (run_id,))[0]
+    meter = Meter(max_calls=config.max_calls, max_cost_usd=config.max_cost_usd)
+    meter.calls, meter.cost_usd = int(row[0]), float(row[1])
+    return meter
+
+
+def _train(store: Store, run_id: str, task, config: RunConfig, state: ev.State | None,
+           callbacks: tuple = ()) -> str:
+    meter = _meter(store, run_id, config)
+    models = build_models(config, store, run_id, meter)
+    hooks = Hooks(callbacks=(store, *callbacks), should_stop=lambda: store.stop_requested(run_id),
+                  decisions=_decisions(store, run_id), cache=store)
+    try:
+        return fit(task, config, models, hooks, run_id=run_id, state=state)
+    except KeyboardInterrupt:  # Ctrl-C or the dashboard's SIGTERM fallback: resumable, not failed
+        store.set_status(run_id, "stopped", "interrupted")
+        raise
+
+
+def prepare(task_ref: str, config: RunConfig, seed_skill: str | None = None):
+    """Load and check everything a run needs; raises UserError with one line."""
+    task = load_task(task_ref)
+    if seed_skill is not None:
+        validate_skill(seed_skill, origin="seed skill")
+        task = task.with_seed_skill(seed_skill)
+    Plan.make(task, config)  # empty splits and the like fail here, before anything is stored
+    return task
+
+
+def start(store: Store, task_ref: str, config: RunConfig, *, name: str = "", run_id: str | None = None,
+          seed_skill: str | None = None, callbacks: tuple = ()) -> tuple[str, str]:
+    task = prepare(task_ref, config, seed_skill)
+    run_id = run_id or new_run_id()
+    if store.run(run_id) is not None:
+        raise UserError(f"run {run_id} already exists")
+    plan = Plan.make(task, config)
+    store.create_run(run_id=run_id, name=name or f"{task.name} {run_id[-6:]}", task=task.name,
+                     task_path=str(task.path), config_json=config.to_json(), simulated=config.simulated,
+                     items=plan.all_items(), seed_skill=task.seed_skill)
+    return run_id, _train(store, run_id, task, config, None, callbacks)
+
+
+def resume(store: Store, run_id: str, callbacks: tuple = ()) -> str:
+    row = store.run(run_id)
+    if row is None:
+        raise UserError(f"no run {run_id} in {store.path}")
+    if row["status"] == "completed":
+        raise UserError(f"run {run_id} is already completed")
+    if row["status"] in LIVE_STATUSES and row["pid"] and row["pid"] != os.getpid() and _alive(row["pid"]):
+        raise UserError(f"run {run_id} is still running (pid {row['pid']})")
+    config = load_mapping(json.loads(row["config_json"]), origin=f"run {run_id}")
+    task = load_task(row["task_path"] or row["task"])
+    seed = store.seed_skill(run_id)
+    if seed is not None and seed != task.seed_skill:
+        task = task.with_seed_skill(seed)
+    state = store.load_state(run_id)
+    store.discard_after(run_id, state.step if state else 0)
+    store.clear_stop(run_id)
+    return _train(store, run_id, task, config, state, callbacks)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    try:  # a zombie child of the dashboard counts as dead
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split()[2] != "Z"
+    except OSError:
+        return True

@@ -1,0 +1,457 @@
+"""The SQLite store: schema migrations, the trainer's writer, and the caches.
+
+One database file holds every run. WAL lets the dashboard read while trainers write.
+The trainer process is the only writer of its run's rows; the dashboard writes only
+control rows (stop requests, approval decisions) through the small control API at the
+bottom. Units of work (a step, an epoch end, a test evaluation) are written in one
+transaction together with the state to resume from, so a reader or a resumed run never
+sees half a step. No API key or secret is ever written here (llm.py redacts errors).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import sqlite_utils
+from sqlite_utils.migrations import Migrations
+
+from . import events as ev
+from .errors import UserError
+from .llm import CallRecord
+from .skill import sha
+from .task import Item, Trajectory
+
+DEFAULT_DB = Path("data/runs/skillopt.db")
+BUSY_TIMEOUT_MS = 30_000  # writers hold locks for milliseconds; 30 s covers any burst
+
+migrations = Migrations("skillopt")
+
+
+@migrations()
+def m001_initial(db: sqlite_utils.Database) -> None:
+    db.executescript(_SCHEMA)
+
+
+_SCHEMA = """
+CREATE TABLE runs (
+  id TEXT PRIMARY KEY, name TEXT, task TEXT, task_path TEXT, config_json TEXT, seed_skill TEXT,
+  status TEXT, reason TEXT DEFAULT '', simulated INTEGER DEFAULT 0,
+  total_steps INTEGER DEFAULT 0, steps_per_epoch INTEGER DEFAULT 0, step INTEGER DEFAULT 0,
+  epoch INTEGER DEFAULT 0, stage TEXT DEFAULT '', stage_detail TEXT DEFAULT '',
+  best_step INTEGER DEFAULT 0, best_score REAL, current_score REAL,
+  seed_test REAL, best_test REAL, final_test REAL,
+  pid INTEGER, stop_requested INTEGER DEFAULT 0, state_json TEXT,
+  created_at REAL, started_at REAL, updated_at REAL, finished_at REAL, heartbeat_at REAL
+);
+CREATE TABLE items (
+  run_id TEXT, item_id TEXT, split TEXT, input_json TEXT, expected TEXT,
+  PRIMARY KEY (run_id, item_id)
+);
+CREATE TABLE steps (
+  run_id TEXT, step INTEGER, epoch INTEGER, edit_budget INTEGER, scheduled_budget INTEGER,
+  train_hard REAL, train_soft REAL, current_score REAL, candidate_score REAL, best_score REAL,
+  decision TEXT, n_proposed INTEGER, n_selected INTEGER, n_applied INTEGER,
+  n_minibatches INTEGER, n_failed_minibatches INTEGER, duration_s REAL, finished_at REAL,
+  PRIMARY KEY (run_id, step)
+);
+CREATE TABLE skill_versions (
+  run_id TEXT, step INTEGER, kind TEXT, sha TEXT, content TEXT, score REAL, created_at REAL,
+  PRIMARY KEY (run_id, step, kind)
+);
+CREATE TABLE edits (
+  run_id TEXT, step INTEGER, idx INTEGER, op TEXT, target TEXT, content TEXT, section TEXT,
+  rationale TEXT, source TEXT, support INTEGER, minibatches TEXT, fate TEXT, status TEXT,
+  approval TEXT, gate TEXT,
+  PRIMARY KEY (run_id, step, idx)
+);
+CREATE TABLE rollouts (
+  run_id TEXT, step INTEGER, split TEXT, purpose TEXT, skill_sha TEXT, item_id TEXT,
+  output TEXT, hard REAL, soft REAL, feedback TEXT, error TEXT, cached INTEGER,
+  PRIMARY KEY (run_id, step, purpose, item_id)
+);
+CREATE INDEX rollouts_by_split ON rollouts (run_id, split, step);
+CREATE INDEX rollouts_by_item ON rollouts (run_id, item_id);
+CREATE TABLE reflections (
+  run_id TEXT, step INTEGER, idx INTEGER, kind TEXT, item_ids TEXT, ok INTEGER,
+  summary TEXT, error TEXT, n_edits INTEGER,
+  PRIMARY KEY (run_id, step, idx)
+);
+CREATE TABLE gate_decisions (
+  run_id TEXT, step INTEGER, kind TEXT, mode TEXT, metric TEXT, decision TEXT,
+  current_score REAL, candidate_score REAL, margin REAL, p_value REAL, n_items INTEGER,
+  n_evaluated INTEGER, wins INTEGER, losses INTEGER, early_stop INTEGER, reason TEXT,
+  flipped_json TEXT,
+  PRIMARY KEY (run_id, step, kind)
+);
+CREATE TABLE rejected_buffer (
+  run_id TEXT, step INTEGER, idx INTEGER, epoch INTEGER, edit_json TEXT,
+  score_before REAL, score_after REAL, reason TEXT,
+  PRIMARY KEY (run_id, step, idx)
+);
+CREATE TABLE slow_updates (
+  run_id TEXT, epoch INTEGER, step INTEGER, previous_guidance TEXT, guidance TEXT,
+  improved_json TEXT, regressed_json TEXT, persistent_json TEXT, stable_json TEXT,
+  decision TEXT, score_before REAL, score_after REAL, error TEXT,
+  PRIMARY KEY (run_id, epoch)
+);
+CREATE TABLE meta_skills (
+  run_id TEXT, epoch INTEGER, content TEXT, error TEXT,
+  PRIMARY KEY (run_id, epoch)
+);
+CREATE TABLE tests (
+  run_id TEXT, which TEXT, skill_sha TEXT, score REAL, hard REAL, soft REAL, n_items INTEGER,
+  PRIMARY KEY (run_id, which)
+);
+CREATE TABLE llm_calls (
+  id INTEGER PRIMARY KEY, run_id TEXT, step INTEGER, role TEXT, stage TEXT, model TEXT,
+  prompt_tokens INTEGER, completion_tokens INTEGER, cost_usd REAL, latency_s REAL,
+  cached INTEGER, error TEXT, attempts INTEGER, created_at REAL
+);
+CREATE INDEX llm_calls_by_run ON llm_calls (run_id, stage);
+CREATE INDEX llm_calls_by_step ON llm_calls (run_id, step);
+CREATE TABLE llm_cache (key TEXT PRIMARY KEY, model TEXT, value_json TEXT, created_at REAL);
+CREATE TABLE eval_cache (
+  key TEXT PRIMARY KEY, output TEXT, hard REAL, soft REAL, feedback TEXT, prompt TEXT, created_at REAL
+);
+CREATE TABLE approvals (
+  run_id TEXT, step INTEGER, idx INTEGER, edit_json TEXT, diff TEXT, status TEXT,
+  content TEXT, decided_at REAL,
+  PRIMARY KEY (run_id, step, idx)
+);
+CREATE INDEX approvals_pending ON approvals (status, run_id);
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY, run_id TEXT, step INTEGER, type TEXT, message TEXT, created_at REAL
+);
+CREATE INDEX events_by_run ON events (run_id, id);
+CREATE INDEX runs_by_status ON runs (status);
+"""
+
+LIVE_STATUSES = ("pending", "running", "waiting_approval", "stopping")
+FINAL_STATUSES = ("completed", "stopped", "failed", "budget_exhausted")
+
+
+def db_path(path: str | os.PathLike | None = None) -> Path:
+    return Path(path or os.environ.get("SKILLOPT_DB") or DEFAULT_DB)
+
+
+def connect(path: str | os.PathLike, *, readonly: bool = False) -> sqlite3.Connection:
+    """A raw connection with the project's settings. Readers open the file read-only."""
+    path = Path(path)
+    if readonly:
+        if not path.exists():
+            raise UserError(f"{path}: no database yet (start a run first)")
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+class Store:
+    """Read-write access. Thread-safe: a lock serialises this process's writes."""
+
+    def __init__(self, path: str | os.PathLike | None = None):
+        self.path = db_path(path)
+        self.conn = connect(self.path)
+        self.db = sqlite_utils.Database(self.conn)
+        self._lock = threading.RLock()
+        with self._lock:
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL survives a killed process
+            migrations.apply(self.db)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextmanager
+    def tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self.conn.execute(sql, params).fetchall()
+
+    # ---- runs -------------------------------------------------------------------------
+    def create_run(self, *, run_id: str, name: str, task: str, task_path: str, config_json: str,
+                   simulated: bool, items: Sequence[Item], seed_skill: str) -> None:
+        now = time.time()
+        with self.tx() as c:
+            c.execute("INSERT INTO runs (id, name, task, task_path, config_json, seed_skill, status, simulated, "
+                      "created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                      (run_id, name, task, task_path, config_json, seed_skill, "pending", int(simulated), now, now))
+            c.executemany("INSERT INTO items VALUES (?,?,?,?,?)",
+                          [(run_id, it.id, it.split, json.dumps(dict(it.input), ensure_ascii=False),
+                            _text(it.expected)) for it in items])
+
+    def delete_run(self, run_id: str) -> None:
+        with self.tx() as c:
+            for table in ("items", "steps", "skill_versions", "edits", "rollouts", "reflections",
+                          "gate_decisions", "rejected_buffer", "slow_updates", "meta_skills", "tests",
+                          "llm_calls", "approvals", "events"):
+                c.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+            c.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+
+    def run(self, run_id: str) -> sqlite3.Row | None:
+        rows = self.query("SELECT * FROM runs WHERE id = ?", (run_id,))
+        return rows[0] if rows else None
+
+    def set_status(self, run_id: str, status: str, reason: str = "", pid: int | None = None) -> None:
+        now = time.time()
+        with self.tx() as c:
+            c.execute("UPDATE runs SET status = ?, reason = ?, updated_at = ?, pid = COALESCE(?, pid), "
+                      "finished_at = CASE WHEN ? THEN ? ELSE NULL END, "
+                      "started_at = COALESCE(started_at, ?) WHERE id = ?",
+                      (status, reason, now, pid, status in FINAL_STATUSES, now, now, run_id))
+            c.execute("INSERT INTO events (run_id, step, type, message, created_at) "
+                      "SELECT ?, step, 'status', ?, ? FROM runs WHERE id = ?",
+                      (run_id, f"{status}: {reason}" if reason else status, now, run_id))
+
+    def seed_skill(self, run_id: str) -> str | None:
+        rows = self.query("SELECT seed_skill FROM runs WHERE id = ?", (run_id,))
+        return rows[0][0] if rows else None
+
+    def load_state(self, run_id: str) -> ev.State | None:
+        row = self.run(run_id)
+        if row is None or not row["state_json"]:
+            return None
+        return ev.State.from_json(json.loads(row["state_json"]))
+
+    def discard_after(self, run_id: str, step: int) -> None:
+        """Drop the partial work of an interrupted step (it is redone from the cache on resume)."""
+        with self.tx() as c:
+            for table in ("rollouts", "reflections", "edits", "steps", "gate_decisions", "rejected_buffer"):
+                c.execute(f"DELETE FROM {table} WHERE run_id = ? AND step > ?", (run_id, step))
+            c.execute("DELETE FROM skill_versions WHERE run_id = ? AND step > ?", (run_id, step))
+
+    # ---- control rows (the only writes the dashboard makes) -------------------------
+    def request_stop(self, run_id: str) -> None:
+        with self.tx() as c:
+            c.execute("UPDATE runs SET stop_requested = 1, status = CASE WHEN status IN "
+                      "('running','waiting_approval','pending') THEN 'stopping' ELSE status END, "
+                      "updated_at = ? WHERE id = ?", (time.time(), run_id))
+
+    def stop_requested(self, run_id: str) -> bool:
+        rows = self.query("SELECT stop_requested FROM runs WHERE id = ?", (run_id,))
+        return bool(rows and rows[0][0])
+
+    def clear_stop(self, run_id: str) -> None:
+        with self.tx() as c:
+            c.execute("UPDATE runs SET stop_requested = 0 WHERE id = ?", (run_id,))
+
+    def decide(self, run_id: str, step: int, idx: int, status: str, content: str | None = None) -> None:
+        if status not in ("approved", "rejected", "edited"):
+            raise UserError(f"approval status must be approved, rejected or edited, not {status!r}")
+        with self.tx() as c:
+            c.execute("UPDATE approvals SET status = ?, content = COALESCE(?, content), decided_at = ? "
+                      "WHERE run_id = ? AND step = ? AND idx = ?",
+                      (status, content, time.time(), run_id, step, idx))
+
+    def approvals(self, run_id: str, step: int) -> list[sqlite3.Row]:
+        return self.query("SELECT * FROM approvals WHERE run_id = ? AND step = ? ORDER BY idx", (run_id, step))
+
+    # ---- caches (llm.CallSink + the evaluation cache) ---------------------------------
+    def cache_get(self, key: str) -> dict | None:
+        rows = self.query("SELECT value_json FROM llm_cache WHERE key = ?", (key,))
+        return json.loads(rows[0][0]) if rows else None
+
+    def cache_put(self, key: str, model: str, value: dict) -> None:
+        with self.tx() as c:
+            c.execute("INSERT OR REPLACE INTO llm_cache VALUES (?,?,?,?)",
+                      (key, model, json.dumps(value), time.time()))
+
+    def record_call(self, r: CallRecord) -> None:
+        with self.tx() as c:
+            c.execute("INSERT INTO llm_calls (run_id, step, role, stage, model, prompt_tokens, "
+                      "completion_tokens, cost_usd, latency_s, cached, error, attempts, created_at) "
+                      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                      (r.run_id, r.step, r.role, r.stage, r.model, r.prompt_tokens, r.completion_tokens,
+                       r.cost_usd, r.latency_s, int(r.cached), r.error, r.attempts, r.created_at))
+
+    def eval_get(self, key: str) -> sqlite3.Row | None:
+        rows = self.query("SELECT * FROM eval_cache WHERE key = ?", (key,))
+        return rows[0] if rows else None
+
+    def eval_put(self, key: str, t: Trajectory) -> None:
+        with self.tx() as c:
+            c.execute("INSERT OR REPLACE INTO eval_cache VALUES (?,?,?,?,?,?,?)",
+                      (key, t.output, t.evaluation.hard, t.evaluation.soft, t.evaluation.feedback,
+                       t.prompt, time.time()))
+
+    # ---- events -----------------------------------------------------------------------
+    def __call__(self, event: ev.Event) -> None:
+        """The store is the trainer's recording callback."""
+        handler = _HANDLERS.get(type(event))
+        if handler is not None:
+            handler(self, event)
+
+    def _log(self, c: sqlite3.Connection, run_id: str, step: int, kind: str, message: str) -> None:
+        c.execute("INSERT INTO events (run_id, step, type, message, created_at) VALUES (?,?,?,?,?)",
+                  (run_id, step, kind, message, time.time()))
+
+    def _run_started(self, e: ev.RunStarted) -> None:
+        now = time.time()
+        with self.tx() as c:
+            c.execute("UPDATE runs SET status = 'running', total_steps = ?, steps_per_epoch = ?, pid = ?, "
+                      "started_at = COALESCE(started_at, ?), updated_at = ?, heartbeat_at = ?, reason = '', "
+                      "finished_at = NULL WHERE id = ?",
+                      (e.total_steps, e.steps_per_epoch, os.getpid(), now, now, now, e.run_id))
+            self._log(c, e.run_id, 0, "resumed" if e.resumed else "started",
+                      f"{'resumed' if e.resumed else 'started'}: {e.total_steps} steps")
+
+    def _seed_scored(self, e: ev.SeedScored) -> None:
+        now = time.time()
+        with self.tx() as c:
+            self._version(c, e.run_id, 0, "seed", e.skill, e.score)
+            self._log(c, e.run_id, 0, "seed", f"seed skill scores {e.score:.3f} on selection")
+            self._save_state(c, e.run_id, e.state, now)
+
+    def _stage(self, e: ev.StageChanged) -> None:
+        now = time.time()
+        with self.tx() as c:
+            status = "waiting_approval" if e.stage == "approval" else None
+            c.execute("UPDATE runs SET stage = ?, stage_detail = ?, epoch = ?, updated_at = ?, heartbeat_at = ?, "
+                      "status = CASE WHEN status = 'stopping' THEN status ELSE COALESCE(?, 'running') END "
+                      "WHERE id = ?", (e.stage, e.detail, e.epoch, now, now, status, e.run_id))
+
+    def _rollouts(self, e: ev.RolloutsDone) -> None:
+        with self.tx() as c:
+            c.executemany("INSERT OR REPLACE INTO rollouts VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                          [(e.run_id, e.step, e.split, e.purpose, e.skill_sha, t.item_id, t.output,
+                            t.evaluation.hard, t.evaluation.soft, t.evaluation.feedback, t.error, int(hit))
+                           for t, hit in zip(e.trajectories, e.cached)])
+
+    def _reflections(self, e: ev.ReflectionDone) -> None:
+        with self.tx() as c:
+            c.executemany("INSERT OR REPLACE INTO reflections VALUES (?,?,?,?,?,?,?,?,?)",
+                          [(e.run_id, e.step, m.index, m.kind, json.dumps(list(m.item_ids)), int(m.ok),
+                            m.summary, m.error, len(m.edits)) for m in e.minibatches])
+
+    def _approval_requested(self, e: ev.ApprovalRequested) -> None:
+        with self.tx() as c:
+            # INSERT OR IGNORE: a resumed step must keep the decisions a person already made.
+            c.executemany("INSERT OR IGNORE INTO approvals VALUES (?,?,?,?,?,?,?,?)",
+                          [(e.run_id, e.step, i, json.dumps(ev.edit_json(edit)), diff, "pending", edit.content,
+                            None) for i, (edit, diff) in enumerate(zip(e.edits, e.diffs))])
+
+    def _step_completed(self, e: ev.StepCompleted) -> None:
+        now = time.time()
+        s, g = e.state, e.gate
+        with self.tx() as c:
+            c.execute("INSERT OR REPLACE INTO steps VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                      (e.run_id, e.step, e.epoch, e.edit_budget, e.scheduled_budget, e.train_hard, e.train_soft,
+                       g.current_score if g else s.current_score, g.candidate_score if g else None,
+                       s.best_score, e.decision, len(e.outcomes),
+                       sum(o.fate == "selected" for o in e.outcomes),
+                       sum(o.status == "applied" for o in e.outcomes),
+                       e.n_minibatches, e.n_failed_minibatches, e.duration_s, now))
+            c.execute("DELETE FROM edits WHERE run_id = ? AND step = ?", (e.run_id, e.step))
+            c.executemany("INSERT INTO edits VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                          [(e.run_id, e.step, i, o.edit.op, o.edit.target, o.edit.content, o.edit.section,
+                            o.edit.rationale, o.edit.source, o.edit.support, json.dumps(list(o.minibatches)),
+                            o.fate, o.status, o.approval, o.gate) for i, o in enumerate(e.outcomes)])
+            if e.candidate is not None:
+                self._version(c, e.run_id, e.step, "candidate", e.candidate, g.candidate_score if g else None)
+            self._version(c, e.run_id, e.step, "current", s.skill, s.current_score)
+            if g is not None:
+                self._gate(c, e.run_id, e.step, "step", e.decision, g, e.flipped)
+            epoch_rejected = [r for r in s.rejected if r.step == e.step]
+            c.executemany("INSERT OR REPLACE INTO rejected_buffer VALUES (?,?,?,?,?,?,?,?)",
+                          [(e.run_id, e.step, i, e.epoch, json.dumps(ev.edit_json(r.edit)), r.score_before,
+                            r.score_after, r.reason) for i, r in enumerate(epoch_rejected)])
+            self._log(c, e.run_id, e.step, "step", f"step {e.step}: {e.decision}")
+            self._save_state(c, e.run_id, s, now)
+
+    def _epoch_completed(self, e: ev.EpochCompleted) -> None:
+        now = time.time()
+        with self.tx() as c:
+            if e.ran_slow_update:
+                g = e.gate
+                c.execute("INSERT OR REPLACE INTO slow_updates VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                          (e.run_id, e.epoch, e.step, e.previous_guidance, e.guidance,
+                           json.dumps(list(e.comparison.get("improved", ()))),
+                           json.dumps(list(e.comparison.get("regressed", ()))),
+                           json.dumps(list(e.comparison.get("persistent_failure", ()))),
+                           json.dumps(list(e.comparison.get("stable_success", ()))),
+                           e.decision, g.current_score if g else None, g.candidate_score if g else None,
+                           e.slow_error))
+                if e.slow_candidate is not None:
+                    self._version(c, e.run_id, e.step, "slow_update", e.slow_candidate,
+                                  g.candidate_score if g else None)
+                if g is not None:
+                    self._gate(c, e.run_id, e.step, "slow_update", e.decision, g, ())
+                self._version(c, e.run_id, e.step, "epoch_end", e.state.skill, e.state.current_score)
+                c.execute("INSERT OR REPLACE INTO meta_skills VALUES (?,?,?,?)",
+                          (e.run_id, e.epoch, e.meta_skill, e.meta_error))
+            self._log(c, e.run_id, e.step, "epoch", f"epoch {e.epoch} done"
+                      + (f"; slow update {e.decision}" if e.ran_slow_update else ""))
+            self._save_state(c, e.run_id, e.state, now)
+
+    def _test(self, e: ev.TestEvaluated) -> None:
+        now = time.time()
+        with self.tx() as c:
+            c.execute("INSERT OR REPLACE INTO tests VALUES (?,?,?,?,?,?,?)",
+                      (e.run_id, e.which, e.skill_sha, e.score, e.hard, e.soft, e.n_items))
+            c.execute(f"UPDATE runs SET {e.which}_test = ? WHERE id = ?", (e.score, e.run_id))
+            self._log(c, e.run_id, e.state.step, "test", f"test {e.which}: {e.score:.3f}")
+            self._save_state(c, e.run_id, e.state, now)
+
+    def _finished(self, e: ev.RunFinished) -> None:
+        self.set_status(e.run_id, e.status, e.reason)
+        with self.tx() as c:
+            c.execute("UPDATE runs SET stage = 'done', stop_requested = 0 WHERE id = ?", (e.run_id,))
+
+    def _version(self, c: sqlite3.Connection, run_id: str, step: int, kind: str, text: str,
+                 score: float | None) -> None:
+        c.execute("INSERT OR REPLACE INTO skill_versions VALUES (?,?,?,?,?,?,?)",
+                  (run_id, step, kind, sha(text), text, score, time.time()))
+
+    def _gate(self, c: sqlite3.Connection, run_id: str, step: int, kind: str, decision: str, g: Any,
+              flipped: Sequence[tuple[str, float, float]]) -> None:
+        config = json.loads(self.run_config_json(c, run_id))
+        c.execute("INSERT OR REPLACE INTO gate_decisions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                  (run_id, step, kind, config.get("gate_mode"), config.get("gate_metric"), decision,
+                   g.current_score, g.candidate_score, g.margin, g.p_value, g.n_items, g.n_evaluated,
+                   g.wins, g.losses, int(g.early_stop), g.reason, json.dumps([list(f) for f in flipped])))
+
+    @staticmethod
+    def run_config_json(c: sqlite3.Connection, run_id: str) -> str:
+        row = c.execute("SELECT config_json FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return row[0] if row else "{}"
+
+    def _save_state(self, c: sqlite3.Connection, run_id: str, s: ev.State, now: float) -> None:
+        c.execute("UPDATE runs SET state_json = ?, step = ?, best_step = ?, best_score = ?, current_score = ?, "
+                  "updated_at = ?, heartbeat_at = ? WHERE id = ?",
+                  (json.dumps(s.to_json()), s.step, s.best_step, s.best_score, s.current_score, now, now, run_id))
+
+
+_HANDLERS = {
+    ev.RunStarted: Store._run_started,
+    ev.SeedScored: Store._seed_scored,
+    ev.StageChanged: Store._stage,
+    ev.RolloutsDone: Store._rollouts,
+    ev.ReflectionDone: Store._reflections,
+    ev.ApprovalRequested: Store._approval_requested,
+    ev.StepCompleted: Store._step_completed,
+    ev.EpochCompleted: Store._epoch_completed,
+    ev.TestEvaluated: Store._test,
+    ev.RunFinished: Store._finished,
+}
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)

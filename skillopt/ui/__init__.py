@@ -1,0 +1,1 @@
+"""Shared Streamlit helpers for app.py and pages/ (the only skillopt code that imports streamlit)."""

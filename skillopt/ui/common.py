@@ -1,0 +1,102 @@
+"""What every dashboard page shares: the store path, a cached read-only reader, the run
+picker bound to ?run=<id>, the approval badge and safe rendering of untrusted text.
+
+Pages only READ the store (through skillopt.reader.Reader). The only writes are control
+rows (stop requests, approval decisions) made through skillopt.store.Store.
+"""
+from __future__ import annotations
+
+import html
+import os
+from pathlib import Path
+
+import streamlit as st
+
+from skillopt.reader import Reader
+from skillopt.store import LIVE_STATUSES, db_path
+
+TTL_S = 2  # short cache: live runs update every second or two, big queries must not re-run per widget
+
+
+def db() -> Path:
+    return db_path(os.environ.get("SKILLOPT_DB"))
+
+
+def reader() -> Reader | None:
+    """A read-only reader, or None when no run has been started yet (no database file)."""
+    path = db()
+    if not path.exists():
+        return None
+    return _reader(str(path))
+
+
+@st.cache_resource
+def _reader(path: str) -> Reader:
+    return Reader(path)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def cached(method: str, *args):
+    """Call a Reader method through Streamlit's data cache (short TTL)."""
+    r = reader()
+    if r is None:
+        return None
+    return getattr(r, method)(*args)
+
+
+def setup(title: str, icon: str = "🧠") -> None:
+    st.set_page_config(page_title=f"{title} · SkillOpt Studio", page_icon=icon, layout="wide")
+    approval_badge()
+
+
+def approval_badge() -> None:
+    waiting = cached("waiting_runs") or []
+    for run in waiting:
+        st.warning(f"⏸ Run **{escape(run['name'] or run['id'])}** waits for your approval of step "
+                   f"{run['step'] + 1}: open the Approvals page (?run={run['id']}).", icon="✋")
+
+
+def pick_run(label: str = "Run") -> dict | None:
+    """A run selector that reads and writes ?run=<id>, so a link opens the same view."""
+    runs = cached("runs") or []
+    if not runs:
+        st.info("No runs yet. Start one from the Home page (a simulated demo takes seconds).")
+        return None
+    ids = [r["id"] for r in runs]
+    wanted = st.query_params.get("run")
+    index = ids.index(wanted) if wanted in ids else 0
+    by_id = {r["id"]: r for r in runs}
+    choice = st.selectbox(label, ids, index=index, format_func=lambda i: run_label(by_id[i]))
+    if st.query_params.get("run") != choice:
+        st.query_params["run"] = choice
+    return by_id[choice]
+
+
+def run_label(run: dict) -> str:
+    sim = " · SIMULATED" if run.get("simulated") else ""
+    return f"{run['name'] or run['id']} · {run['task']} · {run['status']}{sim}"
+
+
+def simulated_banner(run: dict) -> None:
+    if run.get("simulated"):
+        st.info("This run used **simulated models** (sim/target, sim/optimizer): its scores show how the "
+                "engine behaves, not how a real model performs.", icon="🧪")
+
+
+def is_live(run: dict) -> bool:
+    return run.get("status") in LIVE_STATUSES
+
+
+def escape(text: str | None) -> str:
+    """Escape untrusted text (model output, skill text) for use inside markdown/HTML."""
+    return html.escape(text or "")
+
+
+def show_text(text: str | None, *, language: str = "markdown") -> None:
+    """Show untrusted text verbatim: st.code never interprets HTML or markdown."""
+    st.code(text or "", language=language, wrap_lines=True)
+
+
+def show_markdown(text: str | None) -> None:
+    """Render skill markdown with raw HTML disabled (Streamlit escapes HTML by default)."""
+    st.markdown(text or "", unsafe_allow_html=False)

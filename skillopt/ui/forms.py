@@ -1,0 +1,355 @@
+"""The logic behind the New run page: knob groups, model presets, preflight, estimate.
+
+Kept apart from the page (and free of streamlit) so it can be tested directly and so
+the page stays a thin layout. Nothing here trains, launches or writes the store.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from skillopt import config as cfg
+from skillopt.csvimport import MAX_UPLOAD_BYTES
+from skillopt.errors import TaskError, UserError
+from skillopt.task import BUILTIN_DIR
+
+UPLOADS_ENV = "SKILLOPT_UPLOADS_DIR"  # where imported tasks go; default data/tasks/uploads
+
+# Every RunConfig knob in exactly one group, in the order the form shows them.
+KNOB_GROUPS: dict[str, tuple[str, ...]] = {
+    "Loop": ("num_epochs", "batch_size", "minibatch_size", "analyst_workers", "max_steps_per_epoch"),
+    "Learning rate": ("learning_rate", "min_learning_rate", "lr_scheduler"),
+    "Aggregation": ("merge_mode", "dedupe_threshold", "fuzzy_anchor_threshold", "failure_only"),
+    "Gate": ("use_gate", "gate_mode", "gate_metric", "gate_mixed_weight", "gate_min_delta", "gate_alpha",
+             "rejected_buffer_scope"),
+    "Slow update & meta": ("use_slow_update", "slow_update_samples", "slow_update_gate", "use_meta_skill"),
+    "Approval": ("approval_mode", "approval_poll_s"),
+    "Data": ("selection_size", "test_size", "seed"),
+    "Models": ("target_model", "optimizer_model", "judge_model", "target_api_base", "optimizer_api_base",
+               "target_api_key_env", "optimizer_api_key_env", "temperature", "max_tokens", "request_timeout",
+               "max_retries"),
+    "Budgets": ("max_calls", "max_cost_usd"),
+    "Performance": ("max_concurrency", "use_cache", "trajectory_chars", "speculative_rollouts"),
+}
+
+CHOICES: dict[str, tuple[str, ...]] = {
+    "lr_scheduler": cfg.LR_SCHEDULERS, "merge_mode": cfg.MERGE_MODES, "gate_mode": cfg.GATE_MODES,
+    "gate_metric": cfg.GATE_METRICS, "rejected_buffer_scope": cfg.BUFFER_SCOPES,
+}
+
+# The model preset owns these fields; the Models group shows only the rest.
+PRESET_FIELDS = ("target_model", "optimizer_model", "target_api_base", "optimizer_api_base",
+                 "target_api_key_env", "optimizer_api_key_env")
+
+
+def default(name: str) -> Any:
+    return cfg.DEFAULTS[name].default
+
+
+def kind(name: str) -> str:
+    """'bool' | 'int' | 'float' | 'str' | 'choice' — which widget a knob gets."""
+    return "choice" if name in CHOICES else cfg.DEFAULTS[name].type
+
+
+# ---- model presets ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PresetInput:
+    """What the person typed for a preset; each preset reads the fields it needs."""
+    target: str = ""
+    optimizer: str = ""
+    key_env: str = ""  # NAME of the environment variable holding the key, never the key
+    api_base: str = ""
+
+
+@dataclass(frozen=True)
+class ModelPreset:
+    label: str
+    help: str
+    needs: tuple[str, ...]  # which PresetInput fields the form asks for
+    build: Callable[[PresetInput], dict[str, str]]
+
+
+def _local(p: PresetInput) -> dict[str, str]:
+    model = p.target or default("target_model")
+    return {"target_model": model, "optimizer_model": p.optimizer or model}
+
+
+def _sim(_: PresetInput) -> dict[str, str]:
+    return {"target_model": "sim/target", "optimizer_model": "sim/optimizer"}
+
+
+def _api(p: PresetInput) -> dict[str, str]:
+    out = {"target_model": p.target.strip(), "optimizer_model": (p.optimizer or p.target).strip()}
+    if p.key_env.strip():
+        out |= {"target_api_key_env": p.key_env.strip(), "optimizer_api_key_env": p.key_env.strip()}
+    return out
+
+
+def _server(p: PresetInput) -> dict[str, str]:
+    out = _api(p)
+    base = p.api_base.strip()
+    return out | {"target_api_base": base, "optimizer_api_base": base}
+
+
+MODEL_PRESETS: dict[str, ModelPreset] = {
+    "local": ModelPreset("Embedded local model (offline)",
+                         "llama.cpp model shipped through PyPI; no key, no network.", ("target",), _local),
+    "sim": ModelPreset("Simulated (instant demo)",
+                       "sim/target and sim/optimizer: a documented simulated world, NOT a real model.", (), _sim),
+    "api": ModelPreset("API model (litellm string)",
+                       "Any litellm model string, e.g. openai/gpt-4o-mini; give the NAME of the key variable.",
+                       ("target", "optimizer", "key_env"), _api),
+    "server": ModelPreset("OpenAI-compatible server",
+                          "A self-hosted server (vLLM, llama.cpp server, Ollama…) by URL, e.g. "
+                          "hosted_vllm/my-model at http://127.0.0.1:8000/v1.",
+                          ("target", "optimizer", "key_env", "api_base"), _server),
+}
+
+
+def local_models() -> list[str]:
+    from skillopt import local  # registers the provider; cheap (llama_cpp loads only on first use)
+
+    return [f"local/{name}" for name in local.MODELS]
+
+
+# ---- values -> config ---------------------------------------------------------------
+
+def overrides(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Only what differs from RunConfig's defaults: the launch command stays short and readable."""
+    return {k: v for k, v in values.items() if k in cfg.FIELD_NAMES and v != default(k)}
+
+
+def build_config(values: Mapping[str, Any]) -> cfg.RunConfig:
+    return cfg.load_mapping(overrides(values), origin="New run form")
+
+
+# ---- preflight ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+def _model_check(role: str, model: str, key_env: str, api_base: str) -> Check:
+    from skillopt import llm
+
+    problem = llm.preflight(model, key_env, api_base)
+    return Check(f"{role} model", problem is None, problem or f"{model} is usable")
+
+
+def _key_check(field: str, name: str) -> Check:
+    present = bool(os.environ.get(name))
+    # Only whether it is set: the value itself is never read into the page.
+    return Check(f"key variable {name}", present,
+                 f"{name} is set ({field})" if present else f"{name} is not set in the dashboard's environment")
+
+
+def preflight(task_ref: str, values: Mapping[str, Any], seed_skill: str | None) -> list[Check]:
+    """Everything that would stop the launch, as a checklist; never raises for bad input."""
+    from skillopt.plan import Plan
+    from skillopt.skill import validate
+    from skillopt.task import load_task
+
+    checks: list[Check] = []
+    task = config = None
+    try:
+        task = load_task(task_ref)
+        checks.append(Check("task", True, f"{task.name}: " + ", ".join(
+            f"{len(task.split(s))} {s}" for s in ("train", "selection", "test"))))
+    except UserError as exc:
+        checks.append(Check("task", False, str(exc)))
+    if seed_skill is not None:
+        try:
+            validate(seed_skill, origin="seed skill")
+            checks.append(Check("seed skill", True, f"{len(seed_skill)} characters"))
+        except UserError as exc:
+            checks.append(Check("seed skill", False, str(exc)))
+    try:
+        config = build_config(values)
+        checks.append(Check("config", True, f"{len(overrides(values))} setting(s) differ from the defaults"))
+    except UserError as exc:
+        checks.append(Check("config", False, str(exc)))
+    if task is not None and config is not None:
+        try:
+            plan = Plan.make(task, config)
+            checks.append(Check("plan", True, f"{plan.total_steps} steps ({plan.steps_per_epoch} per epoch × "
+                                              f"{plan.num_epochs} epochs)"))
+        except UserError as exc:
+            checks.append(Check("plan", False, str(exc)))
+    if config is not None:
+        checks.append(_model_check("target", config.target_model, config.target_api_key_env,
+                                   config.target_api_base))
+        if config.optimizer_model != config.target_model or config.optimizer_api_base != config.target_api_base:
+            checks.append(_model_check("optimizer", config.optimizer_model, config.optimizer_api_key_env,
+                                       config.optimizer_api_base))
+        if config.judge_model and config.judge_model not in (config.target_model, config.optimizer_model):
+            checks.append(_model_check("judge", config.judge_model, config.optimizer_api_key_env,
+                                       config.optimizer_api_base))
+        for field in ("target_api_key_env", "optimizer_api_key_env"):
+            name = getattr(config, field)
+            if name and not (field == "optimizer_api_key_env" and name == config.target_api_key_env):
+                checks.append(_key_check(field, name))
+    return checks
+
+
+# ---- cost and call estimate ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class Estimate:
+    steps: int
+    target_calls: int
+    optimizer_calls: int
+    cost_usd: float | None  # None when a model's price is unknown
+    note: str
+
+
+def model_prices(model: str) -> tuple[float, float] | None:
+    """USD per (prompt, completion) token from litellm's offline cost map; local/sim cost 0."""
+    if model.startswith(("local/", "sim/")):
+        return 0.0, 0.0
+    from skillopt import llm
+
+    # llm.py is the one place that imports litellm (offline cost map, no telemetry).
+    entry = llm._litellm().model_cost.get(model) or llm._litellm().model_cost.get(model.partition("/")[2])
+    if not entry or "input_cost_per_token" not in entry:
+        return None
+    return float(entry["input_cost_per_token"]), float(entry.get("output_cost_per_token", 0.0))
+
+
+def estimate(config: cfg.RunConfig, sizes: Mapping[str, int], *, skill_chars: int, prompt_chars: int,
+             prices: Callable[[str], tuple[float, float] | None] = model_prices) -> Estimate:
+    """Upper-bound calls and cost of a whole run (the cache and the early-stopping gate only lower them).
+
+    target  ≈ seed scoring + steps × (batch + selection) + 3 × test + slow updates
+    optimizer ≈ steps × minibatches per step + 2 per epoch (slow update, meta skill)
+    """
+    n_train, n_sel, n_test = sizes["train"], sizes["selection"], sizes["test"]
+    if config.selection_size:
+        n_sel = min(n_sel, config.selection_size)
+    if config.test_size:
+        n_test = min(n_test, config.test_size)
+    per_epoch = math.ceil(n_train / config.batch_size) if n_train else 0
+    if config.max_steps_per_epoch:
+        per_epoch = min(per_epoch, config.max_steps_per_epoch)
+    steps = per_epoch * config.num_epochs
+    batch = min(config.batch_size, n_train)
+    slow_epochs = max(0, config.num_epochs - 1) if config.use_slow_update else 0
+    slow_target = slow_epochs * (2 * min(config.slow_update_samples, n_train)
+                                 + (n_sel if config.slow_update_gate else 0))
+    target = n_sel + steps * (batch + n_sel) + 3 * n_test + slow_target
+    per_step_opt = math.ceil(batch / config.minibatch_size) if batch else 0
+    per_step_opt += (config.lr_scheduler == "autonomous") + (config.merge_mode == "llm")
+    optimizer = steps * per_step_opt + config.num_epochs * 2
+    note = "upper bound: cached answers and the early-stopping gate make fewer calls"
+    if config.max_calls and target + optimizer > config.max_calls:
+        note = f"the run stops at max_calls = {config.max_calls}; " + note
+    # Tokens are guessed from text length (≈4 characters a token); replies at most max_tokens.
+    target_in = (skill_chars + prompt_chars) / 4
+    optimizer_in = (skill_chars + config.minibatch_size * config.trajectory_chars + 2000) / 4
+    cost = 0.0
+    for model, calls, tokens_in in ((config.target_model, target, target_in),
+                                    (config.optimizer_model, optimizer, optimizer_in)):
+        price = prices(model)
+        if price is None:
+            return Estimate(steps, target, optimizer, None, f"no price known for {model}; " + note)
+        cost += calls * (tokens_in * price[0] + config.max_tokens * price[1])
+    return Estimate(steps, target, optimizer, cost, note)
+
+
+# ---- uploads ------------------------------------------------------------------------
+
+def uploads_dir() -> Path:
+    return Path(os.environ.get(UPLOADS_ENV) or BUILTIN_DIR / "uploads")
+
+
+def check_upload(name: str, data: bytes) -> None:
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise TaskError(f"{name}: {len(data) / 1e6:.1f} MB is over the 20 MB upload limit")
+    if not data.strip():
+        raise TaskError(f"{name}: the file is empty")
+
+
+def jsonl_to_csv(name: str, data: bytes) -> bytes:
+    """JSONL rows as CSV, so one column-mapping form (and csvimport) serves both formats."""
+    check_upload(name, data)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise TaskError(f"{name}: not UTF-8 text (byte {exc.start})") from None
+    rows: list[dict[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TaskError(f"{name}:{number}: not valid JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise TaskError(f"{name}:{number}: each line must be a JSON object")
+        rows.append(row)
+    columns: list[str] = []
+    for row in rows:
+        columns += [k for k in row if k not in columns]
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for k, v in row.items()})
+    return out.getvalue().encode("utf-8")
+
+
+def csv_columns(name: str, data: bytes) -> list[str]:
+    """The header of an uploaded CSV, read with the same delimiter sniffing as csvimport."""
+    check_upload(name, data)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise TaskError(f"{name}: not UTF-8 text (byte {exc.start}); re-save it as UTF-8") from None
+    try:
+        dialect = csv.Sniffer().sniff(text[:8192], delimiters=",;\t|")
+    except csv.Error:
+        dialect = csv.excel
+    try:
+        columns = [c.strip() for c in next(csv.reader(io.StringIO(text, newline=""), dialect))]
+    except (StopIteration, csv.Error):
+        raise TaskError(f"{name}:1: no header row") from None
+    if any(not c for c in columns):
+        raise TaskError(f"{name}:1: the header row has an empty column name")
+    return columns
+
+
+def field_name(column: str) -> str:
+    """The task field (a Python identifier, not id/expected) a CSV column becomes."""
+    name = re.sub(r"\W+", "_", column.strip().lower()).strip("_") or "field"
+    if name[0].isdigit():
+        name = "f_" + name
+    return name + "_text" if name in ("id", "expected") else name
+
+
+def mapping_for(columns: list[str]) -> dict[str, str]:
+    """task field -> CSV column for the chosen input columns; repeated field names get a number."""
+    out: dict[str, str] = {}
+    for column in columns:
+        field, n = field_name(column), 2
+        while field in out:
+            field, n = f"{field_name(column)}_{n}", n + 1
+        out[field] = column
+    return out
+
+
+def task_name(text: str) -> str:
+    """A safe folder name for an uploaded task: lowercase letters, digits and dashes."""
+    name = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60]
+    if not name:
+        raise TaskError("task name: use at least one letter or digit")
+    return name

@@ -1,0 +1,200 @@
+"""Monitor page and skillopt/ui/monitor.py, against a real simulated run."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from skillopt import export, launcher, schedules
+from skillopt.reader import Reader
+from skillopt.store import Store
+from skillopt.ui import monitor as mon
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+PAGE = "pages/2_Monitor.py"
+
+
+@pytest.fixture(autouse=True)
+def fresh_caches():
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    yield
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+def page(run_id: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.switch_page(PAGE)  # app.py stays the entrypoint, so page links resolve as in the browser
+    at.query_params["run"] = run_id
+    at.run()
+    assert not at.exception
+    return at
+
+
+def charts(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def traces(spec: dict) -> dict[str, dict]:
+    return {t["name"]: t for t in spec["data"]}
+
+
+def copy_db(src: Path, dst: Path) -> Path:
+    """A private copy of the fixture store (the backup API also copies the WAL's content)."""
+    with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
+        a.backup(b)
+    return dst
+
+
+def test_completed_run_shows_its_numbers(sim_db_env):
+    db, run_id = sim_db_env
+    reader = Reader(db)
+    run, steps, tests = reader.run(run_id), reader.steps(run_id), reader.tests(run_id)
+    at = page(run_id)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Step"] == f"{run['step']} / {run['total_steps']}"
+    assert metrics["Epoch"] == f"{run['epoch']} / 3"
+    assert metrics["Best selection"] == f"{run['best_score']:.3f}"
+    assert metrics["Selection (current)"] == f"{run['current_score']:.3f}"
+    usage = reader.usage(run_id)
+    assert metrics["Model calls"] == f"{usage['target_calls'] + usage['optimizer_calls'] + usage['judge_calls']:,}"
+    assert any("SIMULATED" in i.value or "simulated models" in i.value for i in at.info)
+
+    curves, budget = charts(at)
+    t = traces(curves)
+    assert t["selection: current skill"]["x"] == [0] + [s["step"] for s in steps]
+    assert t["selection: current skill"]["y"][0] == pytest.approx(reader.seed_score(run_id))
+    assert t["selection: current skill"]["y"][-1] == pytest.approx(run["current_score"])
+    assert t["best so far"]["y"][-1] == pytest.approx(run["best_score"])
+    assert len(t["train batch (hard)"]["x"]) == len(steps)
+    assert len(t["selection: candidate"]["x"]) == sum(s["candidate_score"] is not None for s in steps)
+    for which in ("seed", "best", "final"):
+        assert t[f"test: {which} skill"]["y"] == [pytest.approx(tests[which]["score"])]
+
+    b = traces(budget)
+    config = run["config"]
+    assert b["schedule (cosine)"]["y"] == [schedules.budget("cosine", i, run["total_steps"], config["learning_rate"],
+                                                            config["min_learning_rate"])
+                                           for i in range(run["total_steps"])]
+    assert b["edits applied"]["y"] == [s["n_applied"] for s in steps]
+
+    usage_table = at.dataframe[0].value
+    assert usage_table["calls"].sum() == sum(r["calls"] for r in reader.usage_by_stage(run_id))
+    assert set(usage_table["stage"]) >= {"rollout", "reflect", "gate", "test"}
+    events = at.dataframe[1].value
+    assert "completed" in set(events["message"])
+    labels = {b.label for b in at.button}
+    assert "Stop" not in labels and "Resume" not in labels  # a completed run is final
+    assert [d.label for d in at.get("download_button")] == ["run.json", "best_skill.md", "steps.csv"]
+
+
+def test_export_files_match_the_cli_export(sim_run, tmp_path):
+    db, run_id = sim_run
+    reader = Reader(db)
+    files = mon.export_files(reader, run_id)
+    written = {p.name: p.read_text(encoding="utf-8") for p in export.export_run(reader, run_id, tmp_path)}
+    for name, (_, produce) in files.items():
+        assert produce() == written[name]
+    rows = list(csv.DictReader(io.StringIO(files["steps.csv"][1]())))
+    assert len(rows) == len(reader.steps(run_id))
+
+
+def test_unknown_run_id_waits_for_a_starting_run(sim_db_env):
+    at = page("20990101-000000-abcdef")
+    assert any("is starting" in i.value for i in at.info)
+    assert [b.label for b in at.button] == ["Show another run instead"]
+
+
+def test_stopped_run_offers_resume(sim_run, tmp_path, monkeypatch):
+    db = copy_db(sim_run[0], tmp_path / "stopped.db")
+    run_id = sim_run[1]
+    store = Store(db)
+    store.set_status(run_id, "stopped", "stop requested")
+    store.close()
+    monkeypatch.setenv("SKILLOPT_DB", str(db))
+    resumed = []
+    monkeypatch.setattr(launcher, "resume", lambda rid, db=None: resumed.append((rid, db)))
+    at = page(run_id)
+    assert "Stop" not in [b.label for b in at.button]
+    next(b for b in at.button if b.label == "Resume").click().run()
+    assert not at.exception
+    assert resumed == [(run_id, db)]
+
+
+def _set_live(db: Path, run_id: str, pid: int) -> None:
+    store = Store(db)
+    with store.tx() as c:
+        c.execute("UPDATE runs SET status = 'running', pid = ?, stage = 'reflect' WHERE id = ?", (pid, run_id))
+    store.close()
+
+
+def test_live_run_can_be_stopped(sim_run, tmp_path, monkeypatch):
+    db = copy_db(sim_run[0], tmp_path / "live.db")
+    run_id = sim_run[1]
+    _set_live(db, run_id, os.getpid())  # a process that certainly runs: this one
+    monkeypatch.setenv("SKILLOPT_DB", str(db))
+    stopped = []
+    monkeypatch.setattr(launcher, "stop", lambda rid, db=None, grace_s=0: stopped.append((rid, grace_s)))
+    at = page(run_id)
+    assert any("`running`" in m.value for m in at.markdown)
+    assert "Resume" not in [b.label for b in at.button]
+    next(b for b in at.button if b.label == "Stop").click().run()
+    assert stopped and stopped[0][0] == run_id and stopped[0][1] > 0
+
+
+def test_run_whose_process_died_is_interrupted_and_resumable(sim_run, tmp_path, monkeypatch):
+    db = copy_db(sim_run[0], tmp_path / "dead.db")
+    run_id = sim_run[1]
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    _set_live(db, run_id, child.pid)
+    monkeypatch.setenv("SKILLOPT_DB", str(db))
+    at = page(run_id)
+    assert any("`interrupted`" in m.value for m in at.markdown)
+    assert any("process is gone" in w.value for w in at.warning)
+    assert "Resume" in [b.label for b in at.button]
+
+
+# ---- helpers ----------------------------------------------------------------------------
+
+def test_eta_is_mean_step_duration_times_steps_left():
+    steps = [{"step": 1, "duration_s": 10.0}, {"step": 2, "duration_s": 20.0}]
+    assert mon.eta_seconds(steps, 6) == pytest.approx(4 * 15.0)
+    assert mon.eta_seconds([], 6) is None
+    assert mon.eta_seconds(steps, 2) == 0
+    assert mon.human_duration(75) == "1m 15s" and mon.human_duration(3 * 3600 + 120) == "3h 02m"
+    assert mon.human_duration(None) == "—"
+
+
+def test_effective_status_spots_dead_trainers():
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    assert mon.process_alive(os.getpid())
+    assert not mon.process_alive(child.pid) and not mon.process_alive(None)
+    assert mon.effective_status({"status": "running", "pid": child.pid}) == "interrupted"
+    assert mon.effective_status({"status": "running", "pid": os.getpid()}) == "running"
+    assert mon.effective_status({"status": "pending", "pid": None}) == "pending"
+    assert mon.effective_status({"status": "completed", "pid": child.pid}) == "completed"
+    assert mon.can_resume({"status": "failed"}) and not mon.can_resume({"status": "completed"})
+
+
+def test_incumbent_after_follows_the_gate():
+    assert mon.incumbent_after({"decision": "accept_new_best", "current_score": .2, "candidate_score": .5}) == .5
+    assert mon.incumbent_after({"decision": "reject", "current_score": .2, "candidate_score": .5}) == .2
+    assert mon.incumbent_after({"decision": "skip", "current_score": .2, "candidate_score": None}) == .2
+
+
+def test_autonomous_schedule_shows_its_cosine_fallback():
+    config = {"lr_scheduler": "autonomous", "learning_rate": 4, "min_learning_rate": 2}
+    assert mon.scheduled_budgets(config, 4) == [4, 3, 2, 2]
+    assert mon.scheduled_budgets({**config, "lr_scheduler": "constant"}, 3) == [4, 4, 4]

@@ -1,0 +1,127 @@
+"""Rollouts page (AppTest) against a store filled by a real simulated run, plus its query plans."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from skillopt.reader import Reader
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "7_Rollouts.py")
+
+
+@pytest.fixture
+def page(sim_db_env):
+    db, run_id = sim_db_env
+    st.cache_data.clear()  # the pages' data cache is keyed by run id, not by database: tests switch databases
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.query_params["run"] = run_id
+    at.run()
+    assert not at.exception
+    r = Reader(db)
+    yield at, r, run_id
+    r.close()
+
+
+def _table(at: AppTest):
+    frames = [d.value for d in at.dataframe if "purpose" in d.value.columns]
+    return frames[0] if frames else None
+
+
+def test_default_view_is_the_last_train_step(page):
+    at, r, run_id = page
+    last = r.rollout_steps(run_id, "train")[-1]
+    assert at.radio(key="split").value == "train" and at.select_slider(key="step_train").value == last
+    rows = r.rollouts(run_id, last, "train")
+    table = _table(at)
+    assert sorted(zip(table["purpose"], table["item"])) == sorted((x["purpose"], x["item_id"]) for x in rows)
+    assert f"{len(rows)} rollouts at step {last} on train" in at.caption[0].value
+    assert list(table["hard"]) == [x["hard"] for x in rows]
+
+
+def test_selection_split_failures_and_changed_filters(page):
+    at, r, run_id = page
+    at.radio(key="split").set_value("selection").run()
+    steps = r.rollout_steps(run_id, "selection")
+    gated = [g["step"] for g in r.gate_decisions(run_id) if g["kind"] == "step" and json.loads(g["flipped_json"])]
+    assert gated, "the fixture run has a gated step that flipped items"
+    step = gated[-1]
+    at.select_slider(key="step_selection").set_value(step).run()
+    at.selectbox(key="purpose_selection").set_value("gate_candidate").run()
+    rows = r.rollouts(run_id, step, "selection", "gate_candidate")
+    assert len(_table(at)) == len(rows) and step in steps
+    at.toggle(key="failures").set_value(True).run()
+    failing = [x["item_id"] for x in rows if x["hard"] < 1]
+    table = _table(at)
+    assert (list(table["item"]) if table is not None else []) == failing
+    at.toggle(key="failures").set_value(False)
+    at.toggle(key="changed").set_value(True).run()
+    previous = {p["item_id"]: p for p in r.previous_results(run_id, "selection", "gate_candidate", step,
+                                                            [x["item_id"] for x in rows])}
+    changed = [x["item_id"] for x in rows if x["item_id"] in previous
+               and (previous[x["item_id"]]["hard"], previous[x["item_id"]]["soft"]) != (x["hard"], x["soft"])]
+    table = _table(at)
+    assert (list(table["item"]) if table is not None else []) == changed
+    if table is not None:
+        assert all(table["previous step"] < step)
+
+
+def test_trajectory_detail_shows_the_whole_rollout(page):
+    at, r, run_id = page
+    first = _table(at).iloc[0]
+    row = next(x for x in r.rollouts(run_id, at.select_slider(key="step_train").value, "train")
+               if x["item_id"] == first["item"] and x["purpose"] == first["purpose"])
+    codes = [c.value for c in at.code]
+    assert row["output"] in codes and row["expected"] in codes and row["feedback"] in codes
+    assert at.json[0].value == json.dumps(json.loads(row["input_json"]))
+
+
+def test_flip_matrix_is_one_cell_per_item_and_step(page):
+    at, r, run_id = page
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    heat = spec["data"][0]
+    assert heat["type"] == "heatmap"
+    items = sorted({x[2] for x in r.selection_matrix(run_id)})
+    steps = r.steps(run_id)
+    assert heat["y"] == items and heat["x"] == [str(s) for s in range(0, len(steps) + 1)]
+    # "flips" (default): each gated step's column holds exactly its gate's flipped items.
+    for g in r.gate_decisions(run_id):
+        if g["kind"] != "step":
+            continue
+        col = heat["x"].index(str(g["step"]))
+        got = {items[i]: row[col] for i, row in enumerate(heat["z"]) if row[col]}
+        assert got == {f[0]: f[2] - f[1] for f in json.loads(g["flipped_json"])}
+    at.radio(key="matrix_grid").set_value("incumbent").run()
+    heat = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
+    current = {v["step"]: v["score"] for v in r.versions(run_id) if v["kind"] in ("seed", "current")}
+    for step, score in current.items():  # strict gate on hard: the incumbent's mean is its stored score
+        col = [row[heat["x"].index(str(step))] for row in heat["z"]]
+        assert math.isclose(sum(col) / len(col), score)
+
+
+def test_queries_use_indexes(sim_run):
+    """The page must stay fast on 100,000+ rollouts: none of its rollout queries scans the table."""
+    db, run_id = sim_run
+    r = Reader(db)
+    seen: list[str] = []
+    r.conn.set_trace_callback(seen.append)  # the SQL as executed, parameters inlined
+    try:
+        rows = r.rollouts(run_id, 1, "train", "train")
+        r.rollouts(run_id, 1, "train")
+        r.rollout_steps(run_id, "selection")
+        r.rollout_purposes(run_id, "train", 1)
+        r.previous_results(run_id, "train", "train", 3, [x["item_id"] for x in rows])
+        r.selection_matrix(run_id)
+        r.conn.set_trace_callback(None)
+        assert len(seen) == 6
+        for sql in seen:
+            plan = " | ".join(row[3] for row in r.conn.execute("EXPLAIN QUERY PLAN " + sql))
+            assert not any(part.strip().startswith(("SCAN r", "SCAN rollouts")) and "INDEX" not in part
+                           for part in plan.split("|")), plan
+            assert "rollouts_by_split" in plan or "rollouts_by_item" in plan or "sqlite_autoindex_rollouts" in plan, plan
+    finally:
+        r.close()

@@ -1,0 +1,113 @@
+"""Skill evolution page (AppTest) against a store filled by a real simulated run."""
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from skillopt.reader import Reader
+
+PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "3_Skill_evolution.py")
+
+
+@pytest.fixture
+def page(sim_db_env):
+    db, run_id = sim_db_env
+    st.cache_data.clear()  # the pages' data cache is keyed by run id, not by database: tests switch databases
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.query_params["run"] = run_id
+    at.run()
+    assert not at.exception
+    r = Reader(db)
+    yield at, r, run_id
+    r.close()
+
+
+def _diff(at: AppTest) -> str:
+    fragments = [m.value for m in at.markdown if 'class="skillopt-diff"' in m.value]
+    assert len(fragments) == 1
+    return fragments[0]
+
+
+def _shown(fragment: str, drop: str) -> str:
+    without = re.sub(rf"<{drop}\b[^>]*>.*?</{drop}>", "", fragment, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", "", without))
+
+
+def test_timeline_plots_every_version(page):
+    at, r, run_id = page
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    markers = {t["name"]: len(t["x"]) for t in spec["data"] if t.get("mode") == "markers"}
+    versions = r.versions(run_id)
+    assert sum(markers.values()) == len(versions)
+    assert markers["seed"] == 1
+    assert markers["incumbent after step"] == len(r.steps(run_id))
+    assert len(at.dataframe[0].value) == len(versions)
+
+
+def test_default_diff_is_seed_to_best_and_shows_an_applied_edit(page):
+    at, r, run_id = page
+    fragment = _diff(at)
+    best, seed = r.best_skill(run_id), r.version(run_id, 0, "seed")
+    assert _shown(fragment, "del") == best.replace("\r\n", "\n")
+    assert _shown(fragment, "ins") == seed.replace("\r\n", "\n")
+    accepted = [e for e in r.applied_edits(run_id) if e["gate"] == "accepted"
+                and e["step"] <= r.run(run_id)["best_step"] and e["content"].strip()]
+    assert accepted, "the fixture run accepted edits"
+    inserted = "".join(html.unescape(x) for x in re.findall(r"<ins[^>]*>(.*?)</ins>", fragment))
+    assert accepted[0]["content"].strip() in inserted
+
+
+def test_side_by_side_and_any_pair_of_versions(page):
+    at, r, run_id = page
+    step = r.applied_edits(run_id)[0]["step"]
+    at.selectbox(key="diff_a").set_value(f"{step}:candidate")
+    at.selectbox(key="diff_b").set_value("0:seed")
+    at.radio(key="diff_mode").set_value("side by side").run()
+    assert not at.exception
+    fragment = _diff(at)
+    assert "<table" in fragment
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", fragment)
+    left = [html.unescape(re.sub(r"<[^>]+>", "", c)) for c in cells[1::4]]
+    assert [x for x in left if x] == [x for x in r.version(run_id, step, "candidate").splitlines() if x]
+
+
+def test_edit_cards_of_a_step(page):
+    at, r, run_id = page
+    step = at.select_slider(key="edit_step").value
+    edits = r.edits(run_id, step)
+    assert edits, "the default step is the last one with proposed edits"
+    cards = [m.value for m in at.markdown if m.value.startswith("`#")]
+    assert len(cards) == len(edits)
+    for card, e in zip(cards, edits):
+        assert f"`#{e['idx']}`" in card and f"`fate: {e['fate']}`" in card and f"`{e['op']}`" in card
+        if e["status"]:
+            assert f"`patch: {e['status']}`" in card
+        if e["gate"]:
+            assert f"`gate: {e['gate']}`" in card
+    assert any(c.value == (edits[0]["content"] or "") for c in at.code)
+    # Only clipped edits left: the cards follow the fate filter.
+    fates = {e["fate"] for e in edits}
+    at.multiselect(key="edit_fates").set_value(sorted(fates)[:1]).run()
+    kept = [e for e in edits if e["fate"] == sorted(fates)[0]]
+    assert len([m for m in at.markdown if m.value.startswith("`#")]) == len(kept)
+
+
+def test_blame_of_the_best_skill(page):
+    at, r, run_id = page
+    frame = at.dataframe[1].value
+    best = r.best_skill(run_id)
+    assert list(frame["text"]) == best.splitlines()
+    steps = {s["step"]: s for s in r.steps(run_id)}
+    learned = frame[frame["origin"] != "seed"]
+    assert len(learned) > 0
+    for _, row in learned.iterrows():
+        s = steps[row["step"]]
+        assert row["origin"].startswith(f"step {row['step']}")
+        assert row["Δ score of step"] == pytest.approx(s["candidate_score"] - s["current_score"])
+    assert len(at.get("download_button")) == 3

@@ -1,0 +1,359 @@
+"""Reflection: minibatches, prompts, the line -> target conversion, repair and failures."""
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from skillopt import llm
+from skillopt.config import RunConfig
+from skillopt.errors import BudgetExhausted, ModelError
+from skillopt.llm import LLM, GenSettings, Meter, ProviderError, register_provider
+from skillopt.patch import Edit, apply_edits
+from skillopt.reflect import (EXTRA_EDITS, MinibatchResult, RejectedEdit, StepBuffer, choose_budget, clip,
+                              common_lines, format_case, llm_merge, llm_rank, make_minibatches, numbered, parse_edits,
+                              prompt_messages, reflect, reflect_schema, template)
+from skillopt.task import Evaluation, Trajectory
+from skillopt.transforms import Candidate, Proposal, prepare
+
+SKILL = """# Routing
+
+Route each order.
+
+## House rules
+
+- When nothing special applies, the route is standard.
+
+## Answer format
+
+Reply with the route only.
+"""
+
+# --- a scripted provider: the real LLM class (retries, complete_json's repair) in front of it ----
+
+_SCRIPTS: dict[str, object] = {}
+
+
+def _handler(name, messages, settings, response_format):
+    text = _SCRIPTS[name](messages)
+    if isinstance(text, Exception):
+        raise text
+    return text, 10, 5
+
+
+register_provider("h4script", _handler)
+
+
+def scripted(fn, name: str, **kwargs) -> LLM:
+    """An optimizer whose reply to `messages` is fn(messages) (a text, or an exception to raise)."""
+    _SCRIPTS[name] = fn
+    return LLM(f"h4script/{name}", "optimizer", GenSettings(max_retries=0), **kwargs)
+
+
+@pytest.fixture(autouse=True)
+def _no_sleep(monkeypatch):
+    monkeypatch.setattr(llm, "_sleep", lambda s: None)
+
+
+def traj(item_id: str, expected: str, hard: float, *, prompt: str = "", output: str = "standard",
+         error: str = "") -> Trajectory:
+    return Trajectory(item_id=item_id, prompt=prompt or f"Order {item_id}: which route?", output=output,
+                      expected=expected, evaluation=Evaluation(hard, hard, f"chose {output!r}, expected {expected!r}"),
+                      error=error)
+
+
+def user_text(messages) -> str:
+    return messages[1]["content"]
+
+
+CONFIG = RunConfig(target_model="sim/target", optimizer_model="sim/optimizer", minibatch_size=4, analyst_workers=8)
+
+# --- minibatches ------------------------------------------------------------------------------
+
+
+def mixed(n: int = 20) -> list[Trajectory]:
+    labels = ["air", "freight", "postal"]
+    return [traj(f"i{k:02d}", labels[k % 3], 1.0 if k % 4 == 0 else 0.0) for k in range(n)]
+
+
+def test_minibatches_are_deterministic_per_seed_and_differ_across_seeds():
+    a = make_minibatches(mixed(), 4, seed=7)
+    assert a == make_minibatches(mixed(), 4, seed=7)
+    other = make_minibatches(mixed(), 4, seed=8)
+    assert [[t.item_id for t in b] for _, b in a] != [[t.item_id for t in b] for _, b in other]
+
+
+def test_minibatches_put_failures_first_and_chunk_every_trajectory_once():
+    batches = make_minibatches(mixed(), 4, seed=1)
+    kinds = [k for k, _ in batches]
+    assert kinds == sorted(kinds)  # "failure" < "success": failures come first
+    assert all(len(b) <= 4 for _, b in batches)
+    ids = [t.item_id for _, b in batches for t in b]
+    assert sorted(ids) == sorted(t.item_id for t in mixed())
+    for kind, batch in batches:
+        assert all((t.evaluation.hard < 1) == (kind == "failure") for t in batch)
+
+
+def test_failures_of_one_expected_answer_are_grouped_together():
+    batches = make_minibatches(mixed(30), 4, seed=3)
+    failures = [t.expected for kind, b in batches if kind == "failure" for t in b]
+    runs = [label for i, label in enumerate(failures) if i == 0 or failures[i - 1] != label]
+    assert len(runs) == len(set(failures))  # each expected label forms one contiguous run
+
+
+def test_failure_only_and_errored_trajectories():
+    trajs = mixed(12) + [traj("err", "air", 0.0, error="timeout: gave up")]
+    batches = make_minibatches(trajs, 4, seed=1, failure_only=True)
+    assert {k for k, _ in batches} == {"failure"}
+    assert "err" not in [t.item_id for _, b in batches for t in b]
+
+
+# --- prompts ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["reflect", "merge", "rank", "lr", "slow_update", "meta_skill"])
+def test_every_template_has_a_marker_and_both_halves(name):
+    system, user = template(name)
+    assert system.startswith("<!-- skillopt:") and user
+
+
+def test_templates_keep_braces_and_dollars_of_the_skill_intact():
+    skill = "Use {placeholders} and $HOME, ${x} and }{ as written."
+    messages = prompt_messages("reflect", skill=skill, sections="", notes="", kind="failures", cases="", budget=2,
+                               common="")
+    assert skill in user_text(messages) and "${" not in messages[0]["content"]
+
+
+def test_common_lines_need_at_least_two_prompts():
+    assert common_lines(["a\nb"]) == ()
+    assert common_lines(["a\nb\nc", " b\nx\na", "a\nb"]) == ("a", "b")
+
+
+def test_numbered_lines_and_clip():
+    assert numbered("a\n\nb").splitlines() == ["  1| a", "  2| ", "  3| b"]
+    long = "x" * 1000
+    clipped = clip(long, 200)
+    assert len(clipped) <= 200 and "clipped" in clipped and clipped.startswith("x")
+    assert clip("short", 200) == "short"
+
+
+def test_format_case_clips_long_trajectories_with_a_note_and_never_repeats_the_skill():
+    t = traj("a", "air", 0.0, prompt=SKILL + "\nORDER: " + "long text " * 200)
+    case = format_case(1, t, 600, SKILL)
+    assert "clipped" in case and len(case) < 800
+    assert SKILL.strip() not in case and "[the skill]" in case
+    short = format_case(2, traj("b", "air", 0.0), 600)
+    assert "clipped" not in short and "Expected: air" in short and "Feedback:" in short
+
+
+def test_template_lines_shared_by_every_case_are_shown_once():
+    seen = []
+
+    def reply(messages):
+        seen.append(user_text(messages))
+        return json.dumps({"summary": "", "edits": []})
+
+    trajs = [traj(f"i{k}", "air", 0.0, prompt=f"Route this order.\nOrder: {k}\nAnswer with the route only.")
+             for k in range(3)]
+    reflect(scripted(reply, "common"), SKILL, trajs, budget=2, buffer=StepBuffer(), meta_skill="", config=CONFIG,
+            step=1, seed=1)
+    user = seen[0]
+    assert user.count("Route this order.") == 1 and user.count("Answer with the route only.") == 1
+    assert "EVERY TASK BELOW ALSO SAYS:\nRoute this order.\nAnswer with the route only." in user
+    assert all(f"Task:\nOrder: {k}\nOutput:" in user for k in range(3))
+
+
+def test_reflect_prompt_has_skill_sections_budget_meta_and_buffer():
+    seen = []
+
+    def reply(messages):
+        seen.append(messages)
+        return json.dumps({"summary": "s", "edits": []})
+
+    buffer = StepBuffer(patterns=("orders to Alaska expect air",),
+                        rejected=(RejectedEdit(2, Edit("add", content="- Z codes go ground."), 0.5, 0.4, "gate"),))
+    reflect(scripted(reply, "prompt"), SKILL, [traj("a", "air", 0.0)], budget=3, buffer=buffer,
+            meta_skill="- Prefer general rules.", config=CONFIG, step=3, seed=1)
+    user = user_text(seen[0])
+    for part in ("  7| - When nothing special applies", '"Routing > House rules"', '"Routing > Answer format"',
+                 "at most 3 edits",
+                 "- Prefer general rules.", "orders to Alaska expect air", "Z codes go ground", "0.500 -> 0.400",
+                 "Expected: air"):
+        assert part in user, part
+    assert "skillopt:reflect" in seen[0][0]["content"]
+
+
+def test_schema_is_bounded():
+    schema = reflect_schema(3, ["Routing", "Routing > House rules"], 12)
+    edits = schema["properties"]["edits"]
+    assert edits["maxItems"] == 3 + EXTRA_EDITS
+    assert edits["items"]["properties"]["section"]["enum"] == ["Routing", "Routing > House rules", ""]
+    assert edits["items"]["properties"]["line"]["maximum"] == 12
+    assert edits["items"]["properties"]["content"]["maxLength"] > 0
+
+
+# --- parsing: line numbers become exact anchors ------------------------------------------------
+
+def test_line_numbers_become_exact_targets_that_patch_can_apply():
+    reply = {"summary": "z codes", "edits": [
+        {"op": "replace", "line": 7, "content": "- Default route: standard.", "section": "", "rationale": "r"},
+        {"op": "add", "line": 3, "content": "- Z codes: freight.", "section": "", "rationale": ""},
+        {"op": "add", "line": 0, "content": "- Alaska: air.", "section": "House rules", "rationale": ""},
+        {"op": "delete", "line": 11, "content": "ignored", "section": "", "rationale": ""}]}
+    parsed = parse_edits(reply, SKILL, "failure", 6)
+    replace, add_after, add_section, delete = parsed.edits
+    assert replace.target == "- When nothing special applies, the route is standard."
+    assert add_after.target == "Route each order." and add_section == Edit(
+        "add", content="- Alaska: air.", section="House rules", source="failure")
+    assert delete.target == "Reply with the route only." and delete.content == ""
+    result = apply_edits(SKILL, parsed.edits)
+    assert [r.status for r in result.reports] == ["applied"] * 4
+
+
+@pytest.mark.parametrize("edit, reason", [
+    ({"op": "replace", "line": 40, "content": "x"}, "line 40 does not exist"),
+    ({"op": "replace", "line": 2, "content": "x"}, "line 2 is blank"),
+    ({"op": "replace", "line": 0, "content": "x"}, "needs the number of the line"),
+    ({"op": "rewrite", "line": 1, "content": "x"}, "op must be one of"),
+    ({"op": "add", "line": 0, "content": "  "}, "without content"),
+    ({"op": "add", "line": "three", "content": "x"}, "'line' a line number"),
+])
+def test_bad_single_edits_are_dropped_with_a_reason(edit, reason):
+    parsed = parse_edits({"summary": "", "edits": [edit, {"op": "add", "content": "- ok."}]}, SKILL, "success", 5)
+    assert [e.content for e in parsed.edits] == ["- ok."] and parsed.edits[0].source == "success"
+    assert len(parsed.dropped) == 1 and reason in parsed.dropped[0]
+
+
+def test_edits_over_the_cap_are_dropped():
+    parsed = parse_edits({"summary": "", "edits": [{"op": "add", "content": f"- r{i}."} for i in range(5)]},
+                         SKILL, "failure", 3)
+    assert len(parsed.edits) == 3 and len(parsed.dropped) == 2
+
+
+@pytest.mark.parametrize("obj", [[], {"summary": "x"}, {"edits": "none"}, "text"])
+def test_a_reply_of_the_wrong_shape_is_a_validation_error(obj):
+    with pytest.raises(ValueError):
+        parse_edits(obj, SKILL, "failure", 3)
+
+
+# --- reflect(): parallel, ordered, never raising on bad output -----------------------------------
+
+def test_results_come_in_minibatch_order_whatever_the_completion_order():
+    trajs = [traj(f"f{k}", ["air", "freight", "postal"][k % 3], 0.0) for k in range(12)]
+    first = make_minibatches(trajs, 4, seed=5)[0][1][0].prompt
+    done, order, lock = threading.Event(), [], threading.Lock()
+
+    def reply(messages):
+        if first in user_text(messages):
+            done.wait(timeout=10)  # the first minibatch finishes last
+        with lock:
+            order.append(first in user_text(messages))
+            if len(order) == 2:
+                done.set()
+        return json.dumps({"summary": user_text(messages).split("--- case 1")[1][:40], "edits": []})
+
+    results = reflect(scripted(reply, "order"), SKILL, trajs, budget=2, buffer=StepBuffer(), meta_skill="",
+                      config=CONFIG, step=1, seed=5)
+    assert [r.index for r in results] == [0, 1, 2] and order[-1] is True
+    assert all(r.ok for r in results)
+    assert first.split(":")[0] in results[0].summary
+
+
+def test_malformed_output_is_repaired_once():
+    calls = []
+
+    def reply(messages):
+        calls.append(messages)
+        if len(messages) == 2:
+            return '{"summary": "cut off", "edits": [{"op": "add", "con'
+        return json.dumps({"summary": "fixed", "edits": [{"op": "add", "content": "- Alaska: air.", "line": 0,
+                                                         "section": "House rules", "rationale": ""}]})
+
+    (result,) = reflect(scripted(reply, "repair"), SKILL, [traj("a", "air", 0.0)], budget=2, buffer=StepBuffer(),
+                        meta_skill="", config=CONFIG, step=1, seed=1)
+    assert len(calls) == 2 and result.ok and result.summary == "fixed" and result.edits[0].section == "House rules"
+
+
+def test_unrepairable_output_is_a_failed_minibatch_not_an_exception():
+    (result,) = reflect(scripted(lambda m: "I think the skill is fine.", "garbage"), SKILL,
+                        [traj("a", "air", 0.0)], budget=2, buffer=StepBuffer(), meta_skill="", config=CONFIG,
+                        step=1, seed=1)
+    assert isinstance(result, MinibatchResult) and not result.ok and result.edits == ()
+    assert "invalid_json" in result.error and result.item_ids == ("a",)
+
+
+def test_retryable_provider_failure_is_a_failed_minibatch():
+    (result,) = reflect(scripted(lambda m: ProviderError("server", "503"), "down"), SKILL,
+                        [traj("a", "air", 0.0)], budget=2, buffer=StepBuffer(), meta_skill="", config=CONFIG,
+                        step=1, seed=1)
+    assert not result.ok and "server" in result.error
+
+
+def test_fatal_model_errors_and_budget_exhaustion_propagate():
+    with pytest.raises(ModelError):
+        reflect(scripted(lambda m: ProviderError("auth", "bad key"), "auth"), SKILL, mixed(), budget=2,
+                buffer=StepBuffer(), meta_skill="", config=CONFIG, step=1, seed=1)
+    ok = json.dumps({"summary": "", "edits": []})
+    with pytest.raises(BudgetExhausted):
+        reflect(scripted(lambda m: ok, "budget", meter=Meter(max_calls=2)), SKILL, mixed(), budget=2,
+                buffer=StepBuffer(), meta_skill="", config=CONFIG, step=1, seed=1)
+
+
+def test_no_trajectories_no_calls():
+    assert reflect(scripted(lambda m: pytest.fail("called"), "none"), SKILL, [], budget=2, buffer=StepBuffer(),
+                   meta_skill="", config=CONFIG, step=1, seed=1) == ()
+
+
+# --- merge, rank, autonomous budget ------------------------------------------------------------
+
+def cands() -> list[Candidate]:
+    return [Candidate(Edit("add", content=f"- rule {c}.", source="failure"), (i,)) for i, c in enumerate("ABC")]
+
+
+def test_llm_merge_folds_groups_into_their_first_edit():
+    merge = llm_merge(scripted(lambda m: json.dumps({"groups": [[1, 3], [2]]}), "merge"), step=1)
+    out = merge(cands())
+    assert [c.edit.content for c in out] == ["- rule A.", "- rule B."]
+    assert out[0].minibatches == (0, 2) and out[1] == cands()[1]
+
+
+def test_llm_merge_inside_the_transform_pipeline_counts_support():
+    optimizer = scripted(lambda m: json.dumps({"groups": [[1, 2], [3]]}), "merge2")
+    texts = ["- Orders to Alaska go by air.", "- Alaska and Hawaii orders: air freight.", "- PO boxes: postal."]
+    proposals = [Proposal(Edit("add", content=text, source="failure"), i) for i, text in enumerate(texts)]
+    pool = prepare(proposals, merge=llm_merge(optimizer, 1))
+    live = [c for c in pool if c.live]
+    assert len(live) == 2 and live[0].edit.support == 2
+
+
+def test_llm_merge_and_rank_leave_the_list_alone_on_an_unusable_reply():
+    bad = scripted(lambda m: "no idea", "bad")
+    assert llm_merge(bad, 1)(cands()) == cands()
+    assert llm_rank(bad, 1)(cands()) == cands()
+    out_of_range = scripted(lambda m: json.dumps({"order": [9, 1]}), "range")
+    assert llm_rank(out_of_range, 1)(cands()) == cands()
+
+
+def test_llm_rank_puts_named_edits_first_and_keeps_the_rest():
+    seen = []
+
+    def reply(messages):
+        seen.append(user_text(messages))
+        return json.dumps({"order": [3, 1]})
+
+    out = llm_rank(scripted(reply, "rank"), 1, skill=SKILL)(cands())
+    assert [c.edit.content for c in out] == ["- rule C.", "- rule A.", "- rule B."]
+    assert "[3] add (support 1, from failure)" in seen[0] and "new: - rule C." in seen[0] and "House rules" in seen[0]
+
+
+@pytest.mark.parametrize("text, expected", [('{"count": 3, "reason": "distinct"}', 3),
+                                            ('{"count": "2", "reason": ""}', 2),
+                                            ("about three", None)])
+def test_choose_budget(text, expected):
+    edits = [Edit("add", content="- a.", support=2), Edit("add", content="- b.")]
+    assert choose_budget(scripted(lambda m: text, f"lr{expected}"), SKILL, edits, lr=4, min_lr=2, step=1) == expected
+
+
+def test_choose_budget_without_a_pool_asks_nothing():
+    assert choose_budget(scripted(lambda m: pytest.fail("called"), "lrnone"), SKILL, [], lr=4, min_lr=2,
+                         step=1) is None

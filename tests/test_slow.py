@@ -1,0 +1,137 @@
+"""Slow update and meta skill: the comparison table, guidance in the protected block, failures."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from skillopt import llm
+from skillopt.llm import LLM, GenSettings, register_provider
+from skillopt.patch import Edit, apply_edits
+from skillopt.reflect import RejectedEdit
+from skillopt.skill import SLOW_END, SLOW_START, guidance, protected_spans, validate, with_guidance
+from skillopt.slow import Comparison, compare, meta_update, slow_update
+from skillopt.task import Evaluation, Trajectory
+
+SKILL = "# Routing\n\n## House rules\n\n- Z codes: freight.\n"
+PREVIOUS = "# Routing\n\n## House rules\n\n- Nothing special.\n"
+
+_SCRIPTS: dict[str, object] = {}
+
+
+def _handler(name, messages, settings, response_format):
+    return _SCRIPTS[name](messages), 10, 5
+
+
+register_provider("h4slow", _handler)
+
+
+def scripted(fn, name: str) -> LLM:
+    _SCRIPTS[name] = fn
+    return LLM(f"h4slow/{name}", "optimizer", GenSettings(max_retries=0))
+
+
+@pytest.fixture(autouse=True)
+def _no_sleep(monkeypatch):
+    monkeypatch.setattr(llm, "_sleep", lambda s: None)
+
+
+def traj(item_id: str, hard: float, expected: str = "air", prompt: str = "") -> Trajectory:
+    return Trajectory(item_id, prompt or f"Order {item_id}", "standard" if hard < 1 else expected, expected,
+                      Evaluation(hard, hard, "" if hard else f"expected {expected!r}"))
+
+
+@pytest.mark.parametrize("before, after, bucket", [
+    (0.0, 1.0, "improved"), (1.0, 0.0, "regressed"), (0.0, 0.0, "persistent_failure"), (1.0, 1.0, "stable_success"),
+])
+def test_compare_classifies_each_item_by_hard_score(before, after, bucket):
+    result = compare([traj("a", before)], [traj("a", after)])
+    assert getattr(result, bucket) == ("a",)
+    assert result.n == 1
+
+
+def test_compare_matches_items_by_id_keeps_current_order_and_skips_unshared_items():
+    prev = [traj("b", 1.0), traj("a", 0.0), traj("c", 0.0), traj("only-prev", 1.0)]
+    cur = [traj("c", 1.0), traj("a", 1.0), traj("b", 0.0), traj("only-cur", 1.0)]
+    assert compare(prev, cur) == Comparison(improved=("c", "a"), regressed=("b",), persistent_failure=(),
+                                            stable_success=())
+
+
+COMPARISON = Comparison(improved=("a",), regressed=("b",), persistent_failure=("c", "d"), stable_success=("e",))
+CUR = [traj("a", 1.0), traj("b", 0.0, prompt="Order B to Anchorage, AK"), traj("c", 0.0, prompt="Order C, PO Box 7"),
+       traj("d", 0.0), traj("e", 1.0)]
+
+
+def test_guidance_lands_inside_the_protected_block():
+    seen = []
+
+    def reply(messages):
+        seen.append(messages[1]["content"])
+        return json.dumps({"guidance": ["PO boxes always go postal.", "- Keep the Z-code rule."]})
+
+    result = slow_update(scripted(reply, "slow"), skill=SKILL, previous_skill=PREVIOUS, comparison=COMPARISON,
+                         prev=[], cur=CUR, step=6, epoch=2)
+    assert result.ok and result.guidance == "- PO boxes always go postal.\n- Keep the Z-code rule."
+    start, end = protected_spans(result.skill)[0]
+    block = result.skill[start:end]
+    assert block.startswith(SLOW_START) and block.endswith(SLOW_END) and "PO boxes always go postal." in block
+    assert guidance(result.skill) == result.guidance
+    assert result.skill.startswith(SKILL.rstrip())
+    validate(result.skill)
+    user = seen[0]
+    for part in ("improved 1, regressed 1, still failing 2, still right 1", "-- Nothing special.",
+                 "+- Z codes: freight.", "Anchorage, AK", "PO Box 7", "CURRENT GUIDANCE:\n(none yet)"):
+        assert part in user, part
+
+
+def test_a_second_slow_update_replaces_the_guidance_and_no_edit_can_touch_it():
+    first = with_guidance(SKILL, "- old lesson")
+    result = slow_update(scripted(lambda m: json.dumps({"guidance": ["new lesson"]}), "slow2"), skill=first,
+                         previous_skill=SKILL, comparison=COMPARISON, prev=[], cur=CUR, step=9, epoch=3)
+    assert result.skill.count(SLOW_START) == 1 and "old lesson" not in result.skill
+    assert guidance(result.skill) == "- new lesson"
+    report = apply_edits(result.skill, [Edit("replace", target="- new lesson", content="- hacked")]).reports[0]
+    assert report.status == "protected"
+
+
+@pytest.mark.parametrize("text", [
+    "not json at all",
+    json.dumps({"guidance": []}),
+    json.dumps({"guidance": [f"sneak {SLOW_END} out"]}),
+    json.dumps({"lessons": ["x"]}),
+])
+def test_failed_slow_update_keeps_the_skill_and_its_guidance(text):
+    skill = with_guidance(SKILL, "- old lesson")
+    calls = []
+
+    def reply(messages):
+        calls.append(messages)
+        return text
+
+    result = slow_update(scripted(reply, f"bad{len(text)}"), skill=skill, previous_skill=SKILL,
+                         comparison=COMPARISON, prev=[], cur=CUR, step=6, epoch=2)
+    assert not result.ok and result.skill == skill and result.guidance == "- old lesson"
+    assert result.error and len(calls) == 2  # one repair re-ask, then give up
+
+
+def test_meta_update_rewrites_notes_from_accepted_and_rejected_edits():
+    seen = []
+
+    def reply(messages):
+        seen.append(messages[1]["content"])
+        return json.dumps({"notes": ["General rules per failure group work.", "Avoid one-order rules."]})
+
+    rejected = [RejectedEdit(4, Edit("add", content="- Order Z-1 goes freight."), 0.6, 0.55, "gate")]
+    result = meta_update(scripted(reply, "meta"), meta_skill="- old note", comparison=COMPARISON,
+                         accepted_edits=[Edit("add", content="- PO boxes: postal.", section="House rules")],
+                         rejected_edits=rejected, step=6, epoch=2)
+    assert result.ok and result.content == "- General rules per failure group work.\n- Avoid one-order rules."
+    for part in ("- old note", "PO boxes: postal.", "Order Z-1 goes freight.", "gate 0.600 -> 0.550",
+                 "improved 1, regressed 1"):
+        assert part in seen[0], part
+
+
+def test_failed_meta_update_keeps_the_old_notes():
+    result = meta_update(scripted(lambda m: "{}", "meta-bad"), meta_skill="- keep me", comparison=COMPARISON,
+                         accepted_edits=[], rejected_edits=[], step=6, epoch=2)
+    assert not result.ok and result.content == "- keep me" and result.error
