@@ -95,6 +95,9 @@ def stage_strip(stage: str) -> str:
 @st.fragment(run_every=REFRESH_S if live else None)
 def progress() -> None:
     r = cached("run", run_id)
+    if r is None:  # deleted while the page was open
+        st.warning(f"Run {run_id} is no longer in the store.")
+        return
     now_status = mon.effective_status(r)
     if live and now_status not in LIVE_STATUSES:
         st.rerun()  # the run ended: redraw the whole page once, without the timer and with Resume

@@ -45,6 +45,15 @@ def _toml(value: Any) -> str:
     raise TypeError(f"no TOML form for {type(value).__name__}")
 
 
+def csv_reader(text: str):
+    """A csv.reader with a sniffed delimiter; quoting stays standard (the sniffer's guesses are unreliable)."""
+    try:
+        delimiter = csv.Sniffer().sniff(text[:8192], delimiters=",;\t|").delimiter
+    except csv.Error:
+        delimiter = ","
+    return csv.reader(io.StringIO(text, newline=""), csv.excel, delimiter=delimiter)
+
+
 def _parse(data: bytes, source: str, mapping: Mapping[str, str], id_column: str | None,
            answer_column: str | None, limit: int) -> tuple[list[dict], list[str]]:
     """(items as they would be written, every problem as "source:line: problem")."""
@@ -68,11 +77,7 @@ def _parse(data: bytes, source: str, mapping: Mapping[str, str], id_column: str 
     elif answer_column in mapping.values():
         problems.append(f"{source}: answer column '{answer_column}' is also mapped as an input; "
                         "the model would see the answer")
-    try:  # only the delimiter is sniffed: the sniffer's quoting guesses are unreliable
-        delimiter = csv.Sniffer().sniff(text[:8192], delimiters=",;\t|").delimiter
-    except csv.Error:
-        delimiter = ","
-    reader = csv.reader(io.StringIO(text, newline=""), csv.excel, delimiter=delimiter)
+    reader = csv_reader(text)
     try:
         header = [h.strip() for h in next(reader)]
     except (StopIteration, csv.Error):
@@ -175,7 +180,7 @@ def import_csv(csv_path: str | Path, out_dir: str | Path, *, mapping: Mapping[st
                       + "".join(f"- task field `{f}` <- CSV column `{c}`\n" for f, c in mapping.items())
                       + f"- expected answer <- CSV column `{answer_column}`\n"
                       + (f"- id <- CSV column `{id_column}`\n" if id_column else "- id: row number\n")
-                      + f"\nSplit train:selection:test = {':'.join(map(str, ratio))} by a hash of (seed {seed}, id).\n"
+                      + f"\nSplit train:selection:test = {':'.join(f'{r:g}' for r in ratio)} by a hash of (seed {seed}, id).\n"
                       + "The seed skill is a placeholder; edit it before training.\n"),
     }
     out_dir.parent.mkdir(parents=True, exist_ok=True)

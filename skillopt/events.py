@@ -115,6 +115,7 @@ class ApprovalRequested(Event):
     step: int
     edits: tuple[Edit, ...]
     diffs: tuple[str, ...]  # each edit's diff in context, applied alone to the current skill
+    minibatches: tuple[tuple[int, ...], ...] = ()  # which reflection minibatches proposed each edit
 
 
 @dataclass(frozen=True)

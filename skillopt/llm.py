@@ -264,6 +264,9 @@ def _retry_after(exc: Exception) -> float | None:
         return None
 
 
+_LITELLM_PREFIX = re.compile(r"^(?:litellm\.\w+:\s*)+")
+
+
 def _classify(litellm: Any, exc: Exception) -> ProviderError:
     """Map a litellm exception (subclasses first) to a ProviderError kind."""
     ordered = (
@@ -273,16 +276,17 @@ def _classify(litellm: Any, exc: Exception) -> ProviderError:
         ("InternalServerError", "server"), ("BadGatewayError", "server"), ("BadRequestError", "bad_request"),
         ("UnprocessableEntityError", "bad_request"),
     )
+    message = _LITELLM_PREFIX.sub("", str(exc))  # "litellm.RateLimitError: " repeats the kind
     for name, kind in ordered:
         cls = getattr(litellm, name, None)
         if cls is not None and isinstance(exc, cls):
-            return ProviderError(kind, str(exc), _retry_after(exc))
+            return ProviderError(kind, message, _retry_after(exc))
     status = getattr(exc, "status_code", None)
     by_status = {400: "bad_request", 401: "auth", 403: "auth", 404: "not_found", 408: "timeout",
                  413: "context", 422: "bad_request", 429: "rate_limit"}
     if isinstance(status, int):
         kind = by_status.get(status, "server" if status >= 500 else "bad_request")
-        return ProviderError(kind, str(exc), _retry_after(exc))
+        return ProviderError(kind, message, _retry_after(exc))
     # An unknown exception (a provider SDK bug, a dropped socket) is treated as transient;
     # if it persists the call is recorded as failed and the trainer's dead-backend check stops the run.
     return ProviderError("server", f"{type(exc).__name__}: {exc}")
@@ -431,37 +435,36 @@ class LLM:
 
     def complete_json(self, messages: list[dict], *, stage: str, step: int, schema: dict,
                       validate: Callable[[object], T]) -> tuple[T | None, Reply]:
-        """Structured call: schema-constrained where supported, validated, one repair re-ask."""
+        """Structured call: schema-constrained where supported, validated, one repair re-ask.
+
+        A reply that is not usable JSON is noted on its call's row ("invalid_json: ..."), so
+        every fault is visible in the store even when the repair succeeds.
+        """
         fmt = _schema_format(schema)
         reply, record = self._complete(messages, stage, step, fmt, None)
         value, problem = self._parse(reply, validate)
-        if reply.ok and problem:
-            record = dataclasses.replace(record, error=_one_line(f"invalid_json: {problem} (repair asked)"))
-        self._record(record)
-        if not reply.ok or not problem:
+        self._record(dataclasses.replace(record, error=f"{problem} (repair asked)") if problem else record)
+        if not problem:
             return value, reply
         repair = [*messages, {"role": "assistant", "content": reply.text[:REPAIR_ECHO_CHARS]},
-                  {"role": "user", "content": f"That reply was not usable: {problem}. Reply again with ONLY "
-                                              f"the JSON object that matches the schema: no prose, no code fence."}]
+                  {"role": "user", "content": f"That reply was not usable: {problem.split(': ', 1)[1]}. Reply "
+                                              f"again with ONLY the JSON object that matches the schema: no prose, "
+                                              f"no code fence."}]
         reply, record = self._complete(repair, stage, step, fmt, None)
         value, problem = self._parse(reply, validate)
-        if reply.ok and problem:
-            error = _one_line(redact(f"invalid_json: {problem}", (self.api_key_env,)))
-            record = dataclasses.replace(record, error=error)
-            self._record(record)
-            return None, dataclasses.replace(reply, error=error)
-        self._record(record)
-        return value, reply
+        self._record(dataclasses.replace(record, error=problem) if problem else record)
+        return (None, dataclasses.replace(reply, error=problem)) if problem else (value, reply)
 
     # internals ------------------------------------------------------------------------------
-    @staticmethod
-    def _parse(reply: Reply, validate: Callable[[object], T]) -> tuple[T | None, str]:
+    def _parse(self, reply: Reply, validate: Callable[[object], T]) -> tuple[T | None, str]:
+        """(value, "") or (None, "invalid_json: reason"); a failed call is not a JSON problem."""
         if not reply.ok:
             return None, ""
         try:
             return validate(extract_json(reply.text)), ""
         except ValueError as exc:
-            return None, _one_line(str(exc), 300) or "reply does not match the schema"
+            reason = _one_line(redact(str(exc), (self.api_key_env,)), 300) or "reply does not match the schema"
+            return None, f"invalid_json: {reason}"
 
     def _record(self, record: CallRecord) -> None:
         if self.sink is not None:
@@ -548,7 +551,12 @@ class LLM:
               response_format: dict | None) -> tuple[str, int, int, float]:
         provider = _provider(self.prefix)
         if provider is not None and not provider.via_litellm:
-            result = provider.handler(self.name, messages, settings, response_format)
+            try:
+                result = provider.handler(self.name, messages, settings, response_format)
+            except (ProviderError, ModelError):
+                raise
+            except Exception as exc:  # same treatment as through litellm: a transient, recorded fault
+                raise ProviderError("server", f"{type(exc).__name__}: {exc}") from None
             return result[0], result[1], result[2], float(result[3]) if len(result) > 3 else 0.0
         if provider is None and self.prefix in _LAZY_PROVIDERS:
             raise ModelError(f"provider '{self.prefix}' did not register itself (import {_LAZY_PROVIDERS[self.prefix]})")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import importlib.metadata as metadata
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -173,7 +174,6 @@ def preflight(name: str) -> str | None:
     """A one-line problem with local/<name>, or None. Copies and loads nothing."""
     try:
         _spec(name).check()
-        import importlib.util
         if importlib.util.find_spec("llama_cpp") is None:
             return f"local/{name} needs llama-cpp-python (compiles on install, 6-10 minutes): {_INSTALL_HINT}"
     except ModelError as exc:
@@ -256,6 +256,13 @@ class Engine:
         usage = out.get("usage") or {}
         text = out["choices"][0]["message"].get("content") or ""
         return text, int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
+
+    def forget(self) -> None:
+        """Drop the KV cache and all snapshots (benchmarks start every mode cold)."""
+        with self.lock:
+            self.llama.reset()
+            self._system = ""
+            self._snapshots.clear()
 
     def _restore(self, system: str) -> None:
         """Load the snapshot of `system` when it saves re-reading a long differing prefix."""

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
-from string import Template
 from typing import Any, Callable, Sequence
 
 from .config import RunConfig
 from .patch import OPS, Edit
+from .prompts import clip, prompt_messages
 from .skill import lines as skill_lines
 from .skill import sections as skill_sections
 from .task import Trajectory
@@ -30,38 +29,6 @@ RATIONALE_CHARS = 200
 EXTRA_EDITS = 2  # the schema allows a few more than the budget: surplus feeds support counting, clip decides
 MAX_PATTERNS = 6  # step buffer entries shown in a prompt (newest kept): prompt economy
 MAX_REJECTED = 8
-_USER_SPLIT = "<!-- user -->"
-
-
-# --- prompt templates ---------------------------------------------------------------------
-
-@lru_cache(maxsize=None)
-def template(name: str) -> tuple[str, str]:
-    """(system, user) halves of skillopt/prompts/<name>.md."""
-    text = resources.files("skillopt").joinpath("prompts", f"{name}.md").read_text(encoding="utf-8")
-    system, _, user = text.partition(_USER_SPLIT)
-    return system.strip(), user.strip()
-
-
-def prompt_messages(name: str, **values: Any) -> list[dict]:
-    """Fill a template with $-substitution: skill text full of braces stays intact.
-
-    The system half is the stable instruction text, first, so provider prompt caches hit.
-    """
-    system, user = template(name)
-    values = {k: str(v) for k, v in values.items()}
-    return [{"role": "system", "content": Template(system).substitute(values)},
-            {"role": "user", "content": Template(user).substitute(values)}]
-
-
-def clip(text: str, limit: int) -> str:
-    """Keep head and tail of an over-long text and say how much was cut."""
-    if len(text) <= limit:
-        return text
-    note = f" [... {len(text) - limit} chars clipped ...] "
-    keep = max(limit - len(note), 20)
-    head = keep * 2 // 3
-    return text[:head] + note + text[len(text) - (keep - head):]
 
 
 # --- the step buffer (memory of this epoch) -----------------------------------------------
@@ -115,20 +82,38 @@ def _notes(meta_skill: str, buffer: StepBuffer) -> str:
 
 # --- minibatches --------------------------------------------------------------------------
 
-def _grouped(trajs: list[Trajectory]) -> list[Trajectory]:
-    # Same expected answer next to each other (groups in shuffled order of first appearance),
-    # so a minibatch shows one pattern several times: what a small optimizer needs to see it.
+def _pack(trajs: list[Trajectory], size: int) -> list[tuple[Trajectory, ...]]:
+    """Chunks of at most `size` that keep each expected answer's cases together.
+
+    A small optimizer finds a pattern only when it sees it several times, so a group of
+    one expected answer is split only when it is larger than a minibatch; smaller groups
+    share minibatches first-fit, largest first (ties in the shuffled order).
+    """
     groups: dict[str, list[Trajectory]] = {}
     for t in trajs:
         groups.setdefault(t.expected.strip().casefold(), []).append(t)
-    return [t for group in groups.values() for t in group]
+    full: list[list[Trajectory]] = []
+    rests: list[list[Trajectory]] = []
+    for group in groups.values():
+        whole = len(group) - len(group) % size
+        full.extend(group[i:i + size] for i in range(0, whole, size))
+        if group[whole:]:
+            rests.append(group[whole:])
+    open_bins: list[list[Trajectory]] = []
+    for rest in sorted(rests, key=len, reverse=True):  # first-fit decreasing: few, full minibatches
+        fit = next((b for b in open_bins if len(b) + len(rest) <= size), None)
+        if fit is None:
+            open_bins.append(list(rest))
+        else:
+            fit.extend(rest)
+    return [tuple(b) for b in full + open_bins]
 
 
 def make_minibatches(trajectories: Sequence[Trajectory], minibatch_size: int, seed: int,
                      failure_only: bool = False) -> list[tuple[str, tuple[Trajectory, ...]]]:
     """[(kind, trajectories)]: failures (hard < 1) first, then successes, each shuffled with
-    the seed, grouped by expected answer and chunked. Trajectories whose model call failed
-    are left out: they say nothing about the skill."""
+    the seed and packed so that cases with the same expected answer stay together.
+    Trajectories whose model call failed are left out: they say nothing about the skill."""
     rng = random.Random(seed)
     usable = [t for t in trajectories if not t.error]
     kinds = [("failure", [t for t in usable if t.evaluation.hard < 1])]
@@ -137,9 +122,7 @@ def make_minibatches(trajectories: Sequence[Trajectory], minibatch_size: int, se
     out = []
     for kind, trajs in kinds:
         rng.shuffle(trajs)
-        trajs = _grouped(trajs)
-        size = max(1, minibatch_size)
-        out.extend((kind, tuple(trajs[i:i + size])) for i in range(0, len(trajs), size))
+        out.extend((kind, batch) for batch in _pack(trajs, max(1, minibatch_size)))
     return out
 
 
@@ -179,6 +162,22 @@ def format_case(n: int, t: Trajectory, limit: int, skill: str = "", common: Sequ
     note = f" (clipped from {sum(map(len, parts))} chars; cuts are marked)" if clipped else ""
     return (f"--- case {n}{note} ---\nTask:\n{task}\nOutput: {output}\nExpected: {expected}\n"
             f"Feedback: {feedback}")
+
+
+def _cases_text(batch: Sequence[Trajectory], limit: int, skill: str, common: Sequence[str]) -> str:
+    """The cases, with a header over each run of one expected answer (make_minibatches
+    grouped them) so a small model sees the groups it should explain."""
+    out, n = [], 0
+    while n < len(batch):
+        group = batch[n].expected.strip()
+        size = next((k for k in range(n, len(batch)) if batch[k].expected.strip() != group), len(batch)) - n
+        answered = Counter(clip(t.output.strip(), 40) or "(nothing)" for t in batch[n:n + size])
+        said = ", ".join(f'"{a}" x{c}' for a, c in answered.most_common())
+        out.append(f"=== {size} case{'s' if size > 1 else ''} expecting \"{clip(group, 80)}\" "
+                   f"(the assistant said {said}) ===")
+        out.extend(format_case(n + k + 1, batch[n + k], limit, skill, common) for k in range(size))
+        n += size
+    return "\n".join(out)
 
 
 def reflect_schema(budget: int, sections: Sequence[str], n_lines: int) -> dict:
@@ -269,7 +268,7 @@ def _reflect_one(optimizer, index: int, kind: str, batch: tuple[Trajectory, ...]
     messages = prompt_messages(
         "reflect", skill=numbered(skill), sections="; ".join(f'"{s}"' for s in sections) or "(none)",
         notes=notes, kind=header, common=shared, budget=budget,
-        cases="\n".join(format_case(i, t, limit, skill, common) for i, t in enumerate(batch, 1)))
+        cases=_cases_text(batch, limit, skill, common))
     n_lines = len(skill_lines(skill))
     cap = max(budget, 0) + EXTRA_EDITS
     value, reply = optimizer.complete_json(

@@ -163,6 +163,21 @@ def skill_states(skill: str) -> dict[str, RuleState]:
     return out
 
 
+ORDER_CODE = re.compile(r"\b[A-Z]-\d{5}\b")
+
+
+@lru_cache(maxsize=256)
+def one_order_lines(skill: str) -> tuple[tuple[int, str], ...]:
+    """(line number, route) of lines about one order ("Order B-12345 ... air"): clutter that
+    distracts the target, which then sends other orders that route too."""
+    out = []
+    for n, line in enumerate(skill.split("\n"), 1):
+        routes = line_routes(line)
+        if ORDER_CODE.search(line) and routes:
+            out.append((n, sorted(routes)[0]))
+    return tuple(out)
+
+
 def unit(*parts: object) -> float:
     """A deterministic number in [0, 1) from the parts: the simulator's only randomness."""
     digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()
@@ -176,7 +191,7 @@ def unit(*parts: object) -> float:
 FAULTS = {"harmful": 0.12, "over_specific": 0.12, "duplicate": 0.12, "wrong_anchor": 0.12, "malformed": 0.12}
 _COMMON = {"latency": 0.0, "retry_after": 0.1, **{k: 0.0 for k in RETRYABLE_KINDS + FATAL_KINDS}, "error": 0.0}
 DEFAULTS = {
-    "target": {"stated": 0.9, "base": 0.25, "contradicted": 0.05, "conflict": 0.4, **_COMMON},
+    "target": {"stated": 0.9, "base": 0.25, "contradicted": 0.05, "conflict": 0.4, "distract": 0.03, **_COMMON},
     "optimizer": {**FAULTS, "repair": 0.6, **_COMMON},
 }
 
@@ -233,8 +248,12 @@ def target_answer(skill: str, prompt: str, opts: Mapping[str, float] | None = No
     st = skill_states(skill)[rule.id]
     p_right = {"stated": opts["stated"], "absent": opts["base"], "contradicted": opts["contradicted"],
                "conflict": opts["conflict"]}[st.state]
-    if unit("answer", prompt, st.state, st.text) < p_right:
+    clutter = one_order_lines(skill)
+    u = unit("answer", prompt, st.state, st.text)
+    if u < p_right * (1.0 - opts["distract"]) ** len(clutter):
         return rule.label
+    if u < p_right:  # would have been right, but a one-order line led it astray
+        return clutter[int(unit("clutter", prompt) * len(clutter))][1]
     if st.wrong:  # following the wrong rule it was given
         return st.wrong[0]
     wrong = [label for label in LABELS if label != rule.label]

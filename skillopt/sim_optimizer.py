@@ -17,12 +17,11 @@ import re
 from collections import Counter
 from typing import Callable, Mapping
 
-from .sim import RULES, RULES_BY_ID, Rule, line_routes, parse_order, rule_for, skill_states, tokens, unit
+from .sim import ORDER_CODE, RULES, RULES_BY_ID, Rule, one_order_lines, line_routes, parse_order, rule_for, skill_states, tokens, unit
 
 _INVENTED_HEADINGS = ("Routing Rules", "Shipping policy", "Special cases", "Dispatch rules")
 # Words in the strategy notes that make the simulated optimizer avoid a fault (rate halved).
 _LESSONS = {"harmful": "contradict", "over_specific": "specific", "duplicate": "already", "wrong_anchor": "heading"}
-_ORDER_CODE = re.compile(r"\b[A-Z]-\d{5}\b")
 
 
 def _section(user: str, header: str) -> str:
@@ -31,13 +30,13 @@ def _section(user: str, header: str) -> str:
     return m.group(1).strip() if m else ""
 
 
-def _cases(text: str) -> list[tuple[str, str]]:
-    """(task, expected) of every "--- case N ---" block."""
+def _cases(text: str) -> list[tuple[str, str, str]]:
+    """(task, expected, output) of every "--- case N ---" block."""
     out = []
     for block in re.split(r"^--- case \d+[^\n]*---$", text, flags=re.M)[1:]:
         task = block.split("\nOutput:", 1)[0].replace("Task:\n", "", 1)
-        m = re.search(r"^Expected: (.*)$", block, re.M)
-        out.append((task.strip(), m.group(1).strip().lower() if m else ""))
+        found = [re.search(rf"^{key}: (.*)$", block, re.M) for key in ("Expected", "Output")]
+        out.append((task.strip(), *(m.group(1).strip().lower() if m else "" for m in found)))
     return out
 
 
@@ -46,10 +45,10 @@ def _numbered_skill(user: str) -> list[str]:
     return [m.group(1) for m in re.finditer(r"^\s*\d+\| ?(.*)$", block, re.M)]
 
 
-def _rules_of_cases(cases: list[tuple[str, str]]) -> tuple[Counter[str], dict[str, str]]:
+def _rules_of_cases(cases: list[tuple[str, str, str]]) -> tuple[Counter[str], dict[str, str]]:
     counts: Counter[str] = Counter()
     example: dict[str, str] = {}
-    for task, expected in cases:
+    for task, expected, _ in cases:
         rule = rule_for(task)
         if rule is not None and expected == rule.label:  # evidence agrees with the inferred rule
             counts[rule.id] += 1
@@ -119,8 +118,12 @@ def _reflect(user: str, opts: Mapping[str, float]) -> dict:
     rejected = " ".join(tokens(_section(user, "REJECTED EDITS")))
     rates = {k: opts[k] * (0.5 if word in notes else 1.0) for k, word in _LESSONS.items()}
     shared = _section(user, "EVERY TASK BELOW ALSO SAYS")  # template lines taken out of each case
-    cases = [(f"{shared}\n{task}", expected) for task, expected in _cases(user.split("\nCASES (", 1)[-1])]
+    cases = [(f"{shared}\n{task}", expected, output) for task, expected, output in _cases(
+        user.split("\nCASES (", 1)[-1])]
     counts, example = _rules_of_cases(cases)
+    # A one-order line whose route the assistant gave where another was expected misleads it: delete it.
+    misleading = Counter(n for _, expected, output in cases for n, route in one_order_lines(skill)
+                         if output == route != expected)
     home = next((s for s in sections if "rule" in s.lower()), sections[-1] if sections else "")
     edits = []
     failures = "\nCASES (failure" in user
@@ -146,8 +149,15 @@ def _reflect(user: str, opts: Mapping[str, float]) -> dict:
         if edit["content"] and " ".join(tokens(edit["content"])) in rejected:
             continue  # it was rejected before: a careful optimizer does not propose it again
         edits.append(edit)
+    for n, _ in misleading.most_common():
+        if len(edits) < budget:
+            edits.append({"op": "delete", "section": "", "line": n, "content": "",
+                          "rationale": "a rule about one order that the assistant applies to other orders"})
     summary = "; ".join(f"{n} cases where {RULES_BY_ID[r].pattern} expect {RULES_BY_ID[r].label}"
                         for r, n in counts.items()) or "no pattern the skill does not already cover"
+    if misleading:
+        summary += f"; the one-order rule{'s' if len(misleading) > 1 else ''} on line " \
+                   f"{', '.join(map(str, misleading))} mislead other orders"
     return {"summary": summary[:300], "edits": edits}
 
 
@@ -203,7 +213,8 @@ def _slow_update(user: str, opts: Mapping[str, float]) -> dict:
             bullets.append(f"Re-check orders where {rule.pattern}: the route is {rule.label}.")
     m = re.search(r"improved (\d+)", user)
     if m and int(m.group(1)):
-        bullets.append(f"Keep the house rules added last epoch: they fixed {m.group(1)} orders.")
+        bullets.append(f"Keep the house rules added last epoch: they fixed {m.group(1)} "
+                       f"order{'s' if int(m.group(1)) > 1 else ''}.")
     return {"guidance": (bullets or ["Keep the current house rules; they hold on these orders."])[:6]}
 
 
@@ -218,12 +229,15 @@ def _meta(user: str, opts: Mapping[str, float]) -> dict:
                    "were accepted.")
     if any(classify(ln).startswith("harmful:") for ln in rejected.splitlines()):
         new.append("Never propose a route that contradicts the expected answers; contradicting rules were rejected.")
-    if _ORDER_CODE.search(rejected):
+    if ORDER_CODE.search(rejected):
         new.append("Avoid rules about one specific order (order codes, names): too specific rules were rejected.")
     m = re.search(r"regressed (\d+)", user)
     if m and int(m.group(1)):
         new.append(f"Check that a new rule leaves cases that were right unchanged ({m.group(1)} regressed).")
-    merged = list(dict.fromkeys(new + notes))[:8]
+    def key(note: str) -> str:  # a note's gist: a fresh count replaces the old note, not joins it
+        return " ".join(note.lower().split()[:5])
+
+    merged = list({key(n): n for n in reversed(new + notes)}.values())[::-1][:8]
     return {"notes": merged or ["Propose general rules backed by several failing cases."]}
 
 

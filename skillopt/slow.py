@@ -12,8 +12,9 @@ import difflib
 from dataclasses import dataclass
 from typing import Sequence
 
-from .reflect import RejectedEdit, clip, describe_edit, format_case, prompt_messages
 from .patch import Edit
+from .prompts import clip, prompt_messages
+from .reflect import RejectedEdit, describe_edit, format_case
 from .skill import MARKERS, guidance, with_guidance
 from .task import Trajectory
 

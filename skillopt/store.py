@@ -344,9 +344,11 @@ class Store:
     def _approval_requested(self, e: ev.ApprovalRequested) -> None:
         with self.tx() as c:
             # INSERT OR IGNORE: a resumed step must keep the decisions a person already made.
+            mbs = e.minibatches or tuple(() for _ in e.edits)
             c.executemany("INSERT OR IGNORE INTO approvals VALUES (?,?,?,?,?,?,?,?)",
-                          [(e.run_id, e.step, i, json.dumps(ev.edit_json(edit)), diff, "pending", edit.content,
-                            None) for i, (edit, diff) in enumerate(zip(e.edits, e.diffs))])
+                          [(e.run_id, e.step, i, json.dumps(ev.edit_json(edit) | {"minibatches": list(mb)}), diff,
+                            "pending", edit.content, None)
+                           for i, (edit, diff, mb) in enumerate(zip(e.edits, e.diffs, mbs))])
 
     def _step_completed(self, e: ev.StepCompleted) -> None:
         now = time.time()

@@ -161,7 +161,8 @@ class Trainer:
         # 6. manual approval
         human_rejected: list[Edit] = []
         if c.approval_mode and patch.applied:
-            approved, human_rejected, approval = self.wait_for_approval(step, state.skill, patch.applied)
+            sources = {x.edit: x.minibatches for x in selection.candidates}
+            approved, human_rejected, approval = self.wait_for_approval(step, state.skill, patch.applied, sources)
             patch = apply_edits(state.skill, approved, fuzzy_threshold=c.fuzzy_anchor_threshold)
         # 7. gate (while it runs, the next batch is rolled out speculatively with the incumbent)
         candidate = patch.text if patch.applied and patch.text != state.skill else None
@@ -277,10 +278,11 @@ class Trainer:
                 return
             self.evaluator.one(skill, item, step=step, stage="rollout")
 
-    def wait_for_approval(self, step: int, skill: str, edits: Sequence[Edit]):
+    def wait_for_approval(self, step: int, skill: str, edits: Sequence[Edit], sources: dict):
         self.stage(step, "approval", f"{len(edits)} edits wait for approval")
         diffs = tuple(apply_edits(skill, [e], fuzzy_threshold=self.config.fuzzy_anchor_threshold).diff for e in edits)
-        self.emit(ev.ApprovalRequested(run_id=self.run_id, step=step, edits=tuple(edits), diffs=diffs))
+        self.emit(ev.ApprovalRequested(run_id=self.run_id, step=step, edits=tuple(edits), diffs=diffs,
+                                       minibatches=tuple(sources.get(e, ()) for e in edits)))
         while True:
             decisions = list(self.hooks.decisions(step))
             if len(decisions) == len(edits) and all(d.status != "pending" for d in decisions):

@@ -45,3 +45,8 @@ def sim_db_env(sim_run, monkeypatch):
     db, run_id = sim_run
     monkeypatch.setenv("SKILLOPT_DB", str(db))
     return db, run_id
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: loads the real embedded local model (CI runs these too)")
+    config.addinivalue_line("markers", "browser: drives Debian's chromium through Playwright")

@@ -185,3 +185,10 @@ def test_toml_strings_survive_awkward_text(tmp_path):
                      ratio=(1, 1, 1), name='Name with "quotes"')
     task = load_task(out)
     assert task.prompt == prompt and task.name == 'Name with "quotes"'
+
+
+@pytest.mark.parametrize("delimiter", [",", ";", "\t", "|"])
+def test_csv_reader_sniffs_the_delimiter_and_keeps_standard_quoting(delimiter):
+    text = delimiter.join(["a", "b", "c"]) + "\n" + delimiter.join(["1", '"x, ""y"""', "3"]) + "\n"
+    rows = list(csvimport.csv_reader(text))
+    assert rows == [["a", "b", "c"], ["1", 'x, "y"', "3"]]

@@ -115,3 +115,11 @@ def test_rejected_buffer_as_it_stood(rejecting_run, monkeypatch):
     if next_epoch:
         at.select_slider(key="buffer_step").set_value(next_epoch[0]).run()
         assert any(f"empty at step {next_epoch[0]}" in i.value for i in at.info)
+
+
+def test_run_stopped_before_its_first_step(tmp_path, monkeypatch):
+    db = tmp_path / "skillopt.db"
+    run_id = run_sim(db, "num_epochs=2", "max_calls=70")  # the budget runs out after the seed is scored
+    at = _open(monkeypatch, db, run_id)
+    assert any(i.value.startswith("No step has completed yet") for i in at.info)
+    assert not at.get("plotly_chart") and not at.dataframe

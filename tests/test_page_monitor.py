@@ -198,3 +198,18 @@ def test_autonomous_schedule_shows_its_cosine_fallback():
     config = {"lr_scheduler": "autonomous", "learning_rate": 4, "min_learning_rate": 2}
     assert mon.scheduled_budgets(config, 4) == [4, 3, 2, 2]
     assert mon.scheduled_budgets({**config, "lr_scheduler": "constant"}, 3) == [4, 4, 4]
+
+
+def test_waiting_run_links_to_approvals(sim_run, tmp_path, monkeypatch):
+    db = copy_db(sim_run[0], tmp_path / "waiting.db")
+    run_id = sim_run[1]
+    _set_live(db, run_id, os.getpid())
+    store = Store(db)
+    with store.tx() as c:
+        c.execute("UPDATE runs SET status = 'waiting_approval', stage = 'approval' WHERE id = ?", (run_id,))
+    store.close()
+    monkeypatch.setenv("SKILLOPT_DB", str(db))
+    at = page(run_id)
+    links = [p for p in at.get("page_link") if "approval" in p.value.lower()]
+    assert links and links[0].proto.page.endswith("Approvals")
+    assert any("**:blue[Approval]**" in m.value for m in at.markdown)  # the stage strip marks the stage

@@ -125,3 +125,23 @@ def test_queries_use_indexes(sim_run):
             assert "rollouts_by_split" in plan or "rollouts_by_item" in plan or "sqlite_autoindex_rollouts" in plan, plan
     finally:
         r.close()
+
+
+@pytest.mark.parametrize("max_calls, rollouts", [(1, False), (70, True)])
+def test_run_stopped_early(tmp_path, monkeypatch, max_calls, rollouts):
+    from conftest import run_sim
+
+    db = tmp_path / "skillopt.db"
+    run_id = run_sim(db, "num_epochs=2", f"max_calls={max_calls}")
+    monkeypatch.setenv("SKILLOPT_DB", str(db))
+    st.cache_data.clear()
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.query_params["run"] = run_id
+    at.run()
+    assert not at.exception
+    if rollouts:  # only the seed's selection rollouts: one matrix column, no flips
+        assert at.radio(key="split").options == ["selection"]
+        heat = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
+        assert heat["x"] == ["0"] and all(row == [None] for row in heat["z"])
+    else:
+        assert any(i.value.startswith("No rollout recorded yet") for i in at.info)

@@ -90,7 +90,8 @@ def test_edit_cards_of_a_step(page):
             assert f"`patch: {e['status']}`" in card
         if e["gate"]:
             assert f"`gate: {e['gate']}`" in card
-    assert any(c.value == (edits[0]["content"] or "") for c in at.code)
+    shown = edits[0]["content"] or edits[0]["target"]  # a delete has a target and no content
+    assert any(c.value == shown for c in at.code)
     # Only clipped edits left: the cards follow the fate filter.
     fates = {e["fate"] for e in edits}
     at.multiselect(key="edit_fates").set_value(sorted(fates)[:1]).run()
@@ -111,3 +112,19 @@ def test_blame_of_the_best_skill(page):
         assert row["origin"].startswith(f"step {row['step']}")
         assert row["Δ score of step"] == pytest.approx(s["candidate_score"] - s["current_score"])
     assert len(at.get("download_button")) == 3
+
+
+def test_run_stopped_before_its_first_step(tmp_path, monkeypatch):
+    from conftest import run_sim
+
+    db = tmp_path / "skillopt.db"
+    run_id = run_sim(db, "num_epochs=2", "max_calls=70")  # the budget runs out after the seed is scored
+    monkeypatch.setenv("SKILLOPT_DB", str(db))
+    st.cache_data.clear()
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.query_params["run"] = run_id
+    at.run()
+    assert not at.exception
+    assert any(i.value == "No step has completed yet." for i in at.info)
+    assert any(c.value.startswith("No difference") for c in at.caption)  # best is still the seed
+    assert set(at.dataframe[1].value["origin"]) == {"seed"}

@@ -89,3 +89,10 @@ def test_clear_empty_state_with_one_epoch(one_epoch_run, monkeypatch):
     at = _open(monkeypatch, db, run_id)
     assert any("This run has 1 epoch." in i.value and "end of epoch 2" in i.value for i in at.info)
     assert not at.dataframe and not at.tabs
+
+
+def test_run_stopped_before_its_first_slow_update(tmp_path, monkeypatch):
+    db = tmp_path / "skillopt.db"
+    run_id = run_sim(db, "num_epochs=2", "max_calls=70")
+    at = _open(monkeypatch, db, run_id)
+    assert any("recorded no slow update" in i.value for i in at.info)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import Counter
 
 import pytest
 
@@ -11,9 +12,10 @@ from skillopt.config import RunConfig
 from skillopt.errors import BudgetExhausted, ModelError
 from skillopt.llm import LLM, GenSettings, Meter, ProviderError, register_provider
 from skillopt.patch import Edit, apply_edits
-from skillopt.reflect import (EXTRA_EDITS, MinibatchResult, RejectedEdit, StepBuffer, choose_budget, clip,
+from skillopt.reflect import (EXTRA_EDITS, MinibatchResult, RejectedEdit, StepBuffer, choose_budget,
                               common_lines, format_case, llm_merge, llm_rank, make_minibatches, numbered, parse_edits,
-                              prompt_messages, reflect, reflect_schema, template)
+                              reflect, reflect_schema)
+from skillopt.prompts import clip, prompt_messages, template
 from skillopt.task import Evaluation, Trajectory
 from skillopt.transforms import Candidate, Proposal, prepare
 
@@ -95,11 +97,33 @@ def test_minibatches_put_failures_first_and_chunk_every_trajectory_once():
         assert all((t.evaluation.hard < 1) == (kind == "failure") for t in batch)
 
 
-def test_failures_of_one_expected_answer_are_grouped_together():
-    batches = make_minibatches(mixed(30), 4, seed=3)
-    failures = [t.expected for kind, b in batches if kind == "failure" for t in b]
-    runs = [label for i, label in enumerate(failures) if i == 0 or failures[i - 1] != label]
-    assert len(runs) == len(set(failures))  # each expected label forms one contiguous run
+@pytest.mark.parametrize("seed", range(5))
+def test_cases_of_one_expected_answer_stay_together(seed):
+    trajs = [traj(f"i{k:02d}", label, 0.0) for k, label in enumerate(["air"] * 6 + ["freight"] * 3 + ["postal"] * 2
+                                                                       + ["ground"] * 1)]
+    batches = [b for _, b in make_minibatches(trajs, 4, seed=seed)]
+    for batch in batches:  # one run per label inside a minibatch
+        labels = [t.expected for t in batch]
+        assert len([x for i, x in enumerate(labels) if i == 0 or labels[i - 1] != x]) == len(set(labels))
+    spread = Counter(t.expected for b in batches for t in set(b))
+    holding = {label: sum(any(t.expected == label for t in b) for b in batches) for label in spread}
+    assert holding == {"air": 2, "freight": 1, "postal": 1, "ground": 1}  # split only when larger than a batch
+    assert len(batches) == 3
+
+
+def test_case_groups_get_a_header_with_what_the_assistant_said():
+    seen = []
+
+    def reply(messages):
+        seen.append(user_text(messages))
+        return json.dumps({"summary": "", "edits": []})
+
+    trajs = [traj("a", "air", 0.0, output="ground"), traj("b", "air", 0.0, output="ground"),
+             traj("c", "air", 0.0, output="freight"), traj("d", "postal", 0.0)]
+    reflect(scripted(reply, "groups"), SKILL, trajs, budget=2, buffer=StepBuffer(), meta_skill="", config=CONFIG,
+            step=1, seed=1)
+    assert '=== 3 cases expecting "air" (the assistant said "ground" x2, "freight" x1) ===' in seen[0]
+    assert '=== 1 case expecting "postal" (the assistant said "standard" x1) ===' in seen[0]
 
 
 def test_failure_only_and_errored_trajectories():

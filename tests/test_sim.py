@@ -17,7 +17,8 @@ from skillopt.config import RunConfig
 from skillopt.errors import ModelError
 from skillopt.llm import LLM, RETRYABLE_KINDS, GenSettings, ProviderError, extract_json
 from skillopt.patch import apply_edits
-from skillopt.reflect import StepBuffer, prompt_messages, reflect
+from skillopt.prompts import prompt_messages
+from skillopt.reflect import StepBuffer, reflect
 from skillopt.sim import RULES, RULES_BY_ID, options, rule_for, skill_states, target_answer
 from skillopt.sim_optimizer import classify
 from skillopt.task import Trajectory, load_task

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import os
+import sqlite3
 from pathlib import Path
 
 import streamlit as st
@@ -27,7 +28,12 @@ def reader() -> Reader | None:
     path = db()
     if not path.exists():
         return None
-    return _reader(str(path))
+    r = _reader(str(path))
+    try:
+        r.conn.execute("SELECT 1 FROM runs LIMIT 1")
+    except sqlite3.OperationalError:  # created a moment ago, tables not migrated yet
+        return None
+    return r
 
 
 @st.cache_resource
@@ -35,13 +41,24 @@ def _reader(path: str) -> Reader:
     return Reader(path)
 
 
-@st.cache_data(ttl=TTL_S, show_spinner=False)
 def cached(method: str, *args):
-    """Call a Reader method through Streamlit's data cache (short TTL)."""
-    r = reader()
-    if r is None:
+    """Call a Reader method through Streamlit's data cache (short TTL).
+
+    The database path is part of the cache key, so pointing SKILLOPT_DB elsewhere never
+    serves another database's rows.
+    """
+    return _cached(str(db()), method, *args)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def _cached(path: str, method: str, *args):
+    if not Path(path).exists():
         return None
-    return getattr(r, method)(*args)
+    try:
+        return getattr(_reader(path), method)(*args)
+    except sqlite3.OperationalError:
+        # The file exists but the first trainer has not created the tables yet.
+        return None
 
 
 def setup(title: str, icon: str = "🧠") -> None:

@@ -184,7 +184,7 @@ def step_curves(steps: Sequence[Mapping[str, Any]], seed_score: float | None,
                                      hovertemplate=f"test, {which} skill: %{{y:.3f}}<extra></extra>"))
     fig.update_layout(xaxis_title="step", yaxis_title="score", yaxis_range=[-0.02, 1.02], height=420,
                       margin={"l": 10, "r": 10, "t": 30, "b": 10}, legend={"orientation": "h", "y": -0.2})
-    fig.update_xaxes(dtick=1 if end <= 30 else None)
+    fig.update_xaxes(dtick=1 if end <= 30 else None, range=[-0.3, end + 1])  # room for the whole run and tests
     return fig
 
 
