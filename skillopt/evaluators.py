@@ -82,6 +82,12 @@ def clip(text: str, limit: int = FEEDBACK_CLIP) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def tail(text: str, limit: int = 100) -> str:
+    """The end of a long reply, where a final answer should be, as JSON."""
+    text = " ".join(str(text).split())
+    return json.dumps(text if len(text) <= limit else "…" + text[-(limit - 1):], ensure_ascii=False)
+
+
 def normalize_text(text: str) -> str:
     """Case-, spacing- and punctuation-insensitive form (Unicode-aware)."""
     text = unicodedata.normalize("NFKC", str(text)).casefold()
@@ -242,7 +248,7 @@ class Numeric:
                                   f"no '{self.marker}' line: the reply must end with '{self.marker} <number>' "
                                   f"(expected '{self.marker} {want_text}'); "
                                   + ("its last number is right but the marker is missing" if right
-                                     else f"got {show(output)}"))
+                                     else f"the reply ends {tail(output)}"))
             numbers = find_numbers(output[at + len(self.marker):])
             where = f"after '{self.marker}'"
             if not numbers:
@@ -253,7 +259,7 @@ class Numeric:
             numbers = find_numbers(output)
             where = "as the last number"
             if not numbers:
-                return Evaluation(0.0, 0.0, f"no number in the output (expected {want_text}), got {show(output)}")
+                return Evaluation(0.0, 0.0, f"no number in the output (expected {want_text}); the reply ends {tail(output)}")
             got = numbers[-1]
         if self._close(got, want):
             return Evaluation(1.0, 1.0, f"correct: {format_number(got)}")

@@ -64,8 +64,11 @@ class Reply:
 class CallRecord:
     """One accounting row per call (cached calls included, with cached=True).
 
-    error: "" on success; "kind: message" on failure; a call that succeeded but whose reply
-    was clipped or unusable JSON carries a note starting with "truncated:" / "invalid_json:".
+    error: "" on a clean success; "kind: message" on failure. A call that succeeded but met
+    faults on the way carries notes, joined by "; ": "retried: kind: message | kind: message"
+    (the failed attempts before the good one), "truncated: ..." (reply clipped or at
+    max_tokens), "invalid_json: ..." (unusable structured reply), "dropped: ..." (parts of a
+    structured reply the validator discarded). So every fault a model made is on its row.
     """
     run_id: str
     step: int
@@ -399,7 +402,9 @@ def extract_json(text: str) -> object:
 
 def _schema_format(schema: dict) -> dict:
     name = re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title") or "reply"))[:64]
-    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+    # strict=False: OpenAI's strict mode rejects schemas with maxLength/maxItems or optional
+    # properties (a fatal 400); non-strict still steers the reply, and we validate on return.
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": False}}
 
 
 T = TypeVar("T")
@@ -443,7 +448,7 @@ class LLM:
         fmt = _schema_format(schema)
         reply, record = self._complete(messages, stage, step, fmt, None)
         value, problem = self._parse(reply, validate)
-        self._record(dataclasses.replace(record, error=f"{problem} (repair asked)") if problem else record)
+        self._record(_noted(record, f"{problem} (repair asked)" if problem else _dropped(value)))
         if not problem:
             return value, reply
         repair = [*messages, {"role": "assistant", "content": reply.text[:REPAIR_ECHO_CHARS]},
@@ -452,7 +457,7 @@ class LLM:
                                               f"no code fence."}]
         reply, record = self._complete(repair, stage, step, fmt, None)
         value, problem = self._parse(reply, validate)
-        self._record(dataclasses.replace(record, error=problem) if problem else record)
+        self._record(_noted(record, problem or _dropped(value)))
         return (None, dataclasses.replace(reply, error=problem)) if problem else (value, reply)
 
     # internals ------------------------------------------------------------------------------
@@ -508,6 +513,7 @@ class LLM:
         failed Reply; fatal ones come back as the ModelError to raise after accounting."""
         start = _clock()
         attempt = 0
+        faults: list[str] = []  # the failed attempts before a good one: noted on the call's row
         while True:
             attempt += 1
             try:
@@ -526,13 +532,18 @@ class LLM:
                     return failed, attempt, "", ModelError(f"{self.role} model {self.model} failed: {message}")
                 if attempt > settings.max_retries:
                     return failed, attempt, "", None
+                faults.append(_one_line(message, 160))
                 jitter_seed = key or cache_key(self.model, messages, settings, response_format)
                 _sleep(self._backoff(attempt, exc.retry_after, jitter_seed))
-        note = ""
+        notes = [f"retried: {' | '.join(faults)}"] if faults else []
         limit = TRUNCATE_FACTOR * settings.max_tokens
         if len(text) > limit:
-            note = f"truncated: reply of {len(text)} chars clipped to {limit} (max_tokens {settings.max_tokens})"
+            notes.append(f"truncated: reply of {len(text)} chars clipped to {limit} (max_tokens {settings.max_tokens})")
             text = text[:limit]
+        elif completion_tokens >= settings.max_tokens:
+            # The provider stopped at the cap (finish_reason "length"): the answer may be cut short.
+            notes.append(f"truncated: reply reached max_tokens ({completion_tokens} of {settings.max_tokens} tokens)")
+        note = "; ".join(notes)
         reply = Reply(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                       cost_usd=cost, latency_s=_clock() - start)
         return reply, attempt, note, None
@@ -592,6 +603,22 @@ class LLM:
             except Exception:  # models missing from the cost map (self-hosted) cost 0, not a crash
                 cost = 0.0
         return text, prompt_tokens, completion_tokens, float(cost)
+
+
+def _noted(record: CallRecord, note: str) -> CallRecord:
+    """The record with `note` appended to its notes (a retried call may also be invalid JSON)."""
+    if not note:
+        return record
+    return dataclasses.replace(record, error=f"{record.error}; {note}" if record.error else note)
+
+
+def _dropped(value: object) -> str:
+    """A validator may return an object with `dropped`: the parts of a reply it discarded
+    (e.g. an edit with an unknown op). They are model faults too, so they go on the row."""
+    dropped = getattr(value, "dropped", ())
+    if not dropped or not isinstance(dropped, (tuple, list)):
+        return ""
+    return _one_line(f"dropped: {len(dropped)} part(s) of the reply: {'; '.join(map(str, dropped))}", 400)
 
 
 # --- a run's three models -----------------------------------------------------------------

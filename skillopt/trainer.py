@@ -140,6 +140,11 @@ class Trainer:
             meta_skill=state.meta_skill if c.use_meta_skill else "", config=c, step=step,
             seed=plan.step_seed(step))
         self.emit(ev.ReflectionDone(run_id=self.run_id, step=step, minibatches=tuple(minibatches)))
+        dead = [m for m in minibatches if not m.ok and not m.error.startswith("invalid_json")]
+        if minibatches and len(dead) == len(minibatches):
+            # A dead optimizer would otherwise skip every step and "complete" having learned nothing.
+            raise ModelError(f"all {len(dead)} reflection calls of {self.models.optimizer.model} failed "
+                             f"({dead[0].error}); stopping instead of skipping every step")
         # 3. aggregate + 4. select
         self.stage(step, "aggregate")
         proposals = [transforms.Proposal(edit=e, minibatch=m.index) for m in minibatches for e in m.edits]
@@ -236,9 +241,13 @@ class Trainer:
         items = {it.id: it for it in self.plan.selection}
         incumbent = self.evaluate(current, list(items.values()), step=step, split="selection",
                                   purpose="gate_current", stage=stage).by_item
-        pg = gate.PairedGate({i: self.value(t) for i, t in incumbent.items()},
-                             gate.order_items(list(items), self.plan.step_seed(step)),
-                             min_delta=c.gate_min_delta, alpha=c.gate_alpha)
+        values = {i: self.value(t) for i, t in incumbent.items()}
+        # The incumbent's weakest items first: only there can the candidate gain, so a
+        # candidate that fixes too little is rejected after those few items. Any order gives
+        # the full evaluation's decision (PairedGate's bounds are exact); this one stops soonest
+        # on rejects, the common case once a run matures. Ties keep the seeded shuffle.
+        order = sorted(gate.order_items(list(items), self.plan.step_seed(step)), key=values.__getitem__)
+        pg = gate.PairedGate(values, order, min_delta=c.gate_min_delta, alpha=c.gate_alpha)
         trajs, hits, flipped = [], [], []
         for item_id in pg.items:
             if pg.done:

@@ -375,3 +375,15 @@ def test_meta_notes_learn_from_rejected_edits():
                                                           f"- add: \"{HARMFUL}\" (gate 0.600 -> 0.550)")
     notes = " ".join(reply["notes"]).lower()
     assert "specific" in notes and "contradict" in notes and "1 regressed" in notes
+
+
+def test_one_order_lines_distract_the_target_and_the_optimizer_deletes_the_misleading_one():
+    clutter = "".join(f"- Order B-1234{k} for Dana Quinn must be routed air.\n" for k in range(5))
+    assert accuracy(FULL + clutter) < accuracy(FULL) - 0.05
+    skill = TASK.seed_skill.rstrip() + "\n- Order B-12345 for Dana Quinn must be routed air.\n"
+    line = skill.split("\n").index("- Order B-12345 for Dana Quinn must be routed air.") + 1
+    misled = [Trajectory(t.item_id, t.prompt, "air", t.expected, t.evaluation) for t in failing(["po-box"], 3)]
+    (result,) = reflect(optimizer(), skill, misled, budget=3, buffer=StepBuffer(), meta_skill="", config=CONFIG,
+                        step=1, seed=1)
+    deletes = [e for e in result.edits if e.op == "delete"]
+    assert [e.target for e in deletes] == [skill.split("\n")[line - 1]] and "line " + str(line) in result.summary
