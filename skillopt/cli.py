@@ -70,7 +70,7 @@ def cmd_tasks(args) -> int:
 def cmd_validate_task(args) -> int:
     from .task import validate_task
 
-    problems = validate_task(args.path)
+    problems = validate_task(args.path) or _seed_skill_problems(args.path)
     for p in problems:
         print(p)
     if problems:
@@ -80,6 +80,20 @@ def cmd_validate_task(args) -> int:
     return 0
 
 
+def _seed_skill_problems(path: str) -> list[str]:
+    """The checks `train` makes on a task's own seed skill (protected markers and the like)."""
+    from .errors import SkillError
+    from .skill import validate
+    from .task import load_task
+
+    task = load_task(path)
+    try:
+        validate(task.seed_skill, origin=f"{task.path} (seed skill)")
+    except SkillError as exc:
+        return [str(exc)]
+    return []
+
+
 def _config(args):
     from .config import load_config
 
@@ -87,12 +101,15 @@ def _config(args):
 
 
 def cmd_train(args) -> int:
-    from . import runner
-
     config = _config(args)
     seed_skill = None
     if args.seed_skill:
         seed_skill = _read_text(args.seed_skill, "seed skill")
+        from .skill import validate
+
+        validate(seed_skill, origin=args.seed_skill)  # the error names the file the user gave
+    from . import runner  # after the cheap checks: a typo in a config fails in a blink
+
     store = _store(args)
     run_id, status = runner.start(store, args.task, config, name=args.name or "", run_id=args.run_id,
                                   seed_skill=seed_skill, callbacks=(Progress(),))

@@ -29,34 +29,34 @@ Types and options (task.toml [evaluator] table; unknown options are an error):
                                          here ("python:module:fn" as the type also works)
     llm_judge    rubric, threshold=0.5   asks the judge for {"score": 0..1, "feedback"}
 
-This module imports user code only through load_callable(); it never imports
-litellm, the store or streamlit.
+This module holds the registry and the string and number comparisons. Helpers for
+reading replies live in answers.py, json_fields in jsonfields.py, llm_judge in
+judge.py, and user code (python evaluators, plug-ins) is imported only through
+usercode.load_callable(); none of them imports litellm, the store or streamlit.
 """
 from __future__ import annotations
 
 import hashlib
-import importlib
-import importlib.util
 import json
 import math
 import re
-import sys
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
 
+# The helpers and the evaluators that moved out are re-exported: callers and tests
+# import them from here, the one place that names every evaluator.
+from .answers import (FEEDBACK_CLIP, clean_output, clip, find_numbers, first_json_object, format_number,  # noqa: F401
+                      json_type, normalize_text, parse_number, show, tail)
 from .errors import TaskError
+from .jsonfields import JsonFields
+from .judge import JUDGE_SYSTEM, LlmJudge  # noqa: F401
 from .task import Evaluation, Item
+from .usercode import PythonFunction, coerce_result, load_callable  # noqa: F401
 
 # Bump when an evaluator's scoring code changes: it is part of every evaluator's
 # version, so cached per-item scores from older code are never reused.
 CODE_VERSION = "1"
-FEEDBACK_CLIP = 160  # characters of model output quoted in feedback
-
-_MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-_FENCE = re.compile(r"^```[^\n`]*\n(.*?)\n?```$", re.DOTALL)
-_NUMBER = re.compile(r"(?<![\d.])[-\u2212+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)")
 
 
 class Evaluator(Protocol):
@@ -67,74 +67,6 @@ class Evaluator(Protocol):
 
     def check(self, expected: Any) -> str: ...  # "" or the problem with one item's expected value
 
-
-# ---------------------------------------------------------------- helpers
-
-def clean_output(text: str) -> str:
-    """Strip whitespace and one surrounding code fence: formatting, not content."""
-    text = (text or "").strip()
-    fenced = _FENCE.match(text)
-    return fenced.group(1).strip() if fenced else text
-
-
-def clip(text: str, limit: int = FEEDBACK_CLIP) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def tail(text: str, limit: int = 100) -> str:
-    """The end of a long reply, where a final answer should be, as JSON."""
-    text = " ".join(str(text).split())
-    return json.dumps(text if len(text) <= limit else "…" + text[-(limit - 1):], ensure_ascii=False)
-
-
-def normalize_text(text: str) -> str:
-    """Case-, spacing- and punctuation-insensitive form (Unicode-aware)."""
-    text = unicodedata.normalize("NFKC", str(text)).casefold()
-    text = "".join(" " if unicodedata.category(ch).startswith("P") else ch for ch in text)
-    return " ".join(text.split())
-
-
-def format_number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
-
-
-def parse_number(text: str) -> float | None:
-    match = _NUMBER.fullmatch(str(text).strip().replace("\u2212", "-"))
-    return float(match.group(0).replace(",", "")) if match else None
-
-
-def find_numbers(text: str) -> list[float]:
-    return [float(m.group(0).replace("\u2212", "-").replace(",", "")) for m in _NUMBER.finditer(text)]
-
-
-def first_json_object(text: str) -> dict | None:
-    """The first {...} in text that parses as a JSON object (models wrap JSON in prose)."""
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            value = None
-        if isinstance(value, dict):
-            return value
-        start = text.find("{", start + 1)
-    return None
-
-
-def show(value: Any) -> str:
-    """A value as the optimizer should read it: JSON, so strings and numbers differ."""
-    return clip(json.dumps(value, ensure_ascii=False), 80)
-
-
-def json_type(value: Any) -> str:
-    """JSON's name for a value's type: the optimizer reads "a number, expected a string"."""
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    return {str: "string", dict: "object", list: "array"}.get(type(value), "null")
 
 
 def _version(kind: str, options: Mapping[str, Any], extra: str = "") -> str:
@@ -347,191 +279,6 @@ class Contains:
             return Evaluation(1.0, 1.0, "correct: contains " + ", ".join(map(show, wanted)))
         return Evaluation(0.0, soft, "the reply must contain " + ", ".join(map(show, missing))
                           + f"; got {show(output)}")
-
-
-@dataclass(frozen=True)
-class JsonFields:
-    version: str
-    fields: tuple[str, ...]
-    ignore_case: bool
-    needs_expected = True
-
-    def check(self, expected: Any) -> str:
-        if not isinstance(expected, dict):
-            return f"expected answer must be a JSON object, got {show(expected)}"
-        missing = [f for f in self.fields if f not in expected]
-        return f"expected answer lacks field(s) {', '.join(missing)}" if missing else ""
-
-    def _same(self, want: Any, got: Any) -> bool:
-        if isinstance(want, str) and isinstance(got, str):
-            a, b = want.strip(), got.strip()
-            return a.casefold() == b.casefold() if self.ignore_case else a == b
-        if isinstance(want, bool) or isinstance(got, bool):
-            return want is got
-        if isinstance(want, (int, float)) and isinstance(got, (int, float)):
-            return math.isclose(want, got, rel_tol=1e-9, abs_tol=1e-9)
-        return want == got
-
-    def evaluate(self, item: Item, output: str, judge: Callable | None = None) -> Evaluation:
-        fields = self.fields or tuple(item.expected)
-        got = first_json_object(output)
-        if got is None:
-            return Evaluation(0.0, 0.0, f"no JSON object in the reply; expected {show(item.expected)}, "
-                                        f"got {show(output)}")
-        wrong, missing = [], []
-        for name in fields:
-            want = item.expected[name]
-            if name not in got:
-                missing.append(f"{name} (expected {show(want)})")
-            elif not self._same(want, got[name]):
-                kind = ""
-                if json_type(want) != json_type(got[name]):
-                    kind = f" (a {json_type(got[name])}, expected a {json_type(want)})"
-                wrong.append(f"{name} expected {show(want)} got {show(got[name])}{kind}")
-        right = len(fields) - len(wrong) - len(missing)
-        soft = right / len(fields) if fields else 1.0
-        if not wrong and not missing:
-            return Evaluation(1.0, 1.0, f"correct: all {len(fields)} fields right")
-        parts = [f"{right}/{len(fields)} fields right"]
-        if wrong:
-            parts.append("wrong: " + "; ".join(wrong))
-        if missing:
-            parts.append("missing: " + "; ".join(missing))
-        return Evaluation(0.0, soft, ". ".join(parts))
-
-
-@dataclass(frozen=True)
-class PythonFunction:
-    version: str
-    name: str
-    function: Callable
-    needs_expected = False  # the user's function decides what it needs
-
-    def check(self, expected: Any) -> str:
-        return ""
-
-    def evaluate(self, item: Item, output: str, judge: Callable | None = None) -> Evaluation:
-        try:
-            result = self.function(item, output)
-        except Exception as exc:  # user code: one bad output must not crash a training run
-            return Evaluation(0.0, 0.0, f"evaluator {self.name} raised {type(exc).__name__}: {clip(exc, 120)}")
-        return coerce_result(result, self.name)
-
-
-def coerce_result(result: Any, name: str) -> Evaluation:
-    """Accept Evaluation, (hard, soft, feedback) or a float score from a user function."""
-    if isinstance(result, Evaluation):
-        hard, soft, feedback = result.hard, result.soft, result.feedback
-    elif isinstance(result, tuple) and len(result) == 3:
-        hard, soft, feedback = result
-    elif isinstance(result, (int, float)):
-        soft = float(result)
-        hard, feedback = (1.0 if soft >= 1.0 else 0.0), f"score {soft:g}"
-    else:
-        raise TaskError(f"evaluator {name} returned {type(result).__name__}; "
-                        "return an Evaluation, (hard, soft, feedback) or a float")
-    try:
-        hard, soft = float(hard), min(1.0, max(0.0, float(soft)))
-    except (TypeError, ValueError):
-        raise TaskError(f"evaluator {name} returned non-numeric scores {hard!r}, {soft!r}") from None
-    return Evaluation(1.0 if hard >= 1.0 else 0.0, soft, str(feedback))
-
-
-JUDGE_SYSTEM = ("You grade one answer against a rubric. Reply with only a JSON object: "
-                '{"score": <number from 0 to 1>, "feedback": "<one or two sentences: what is wrong '
-                'and what a correct answer needs>"}')
-
-
-@dataclass(frozen=True)
-class LlmJudge:
-    version: str
-    rubric: str
-    threshold: float
-    needs_expected = False  # a reference answer is shown to the judge when the item has one
-
-    def check(self, expected: Any) -> str:
-        return ""
-
-    def messages(self, item: Item, output: str) -> list[dict]:
-        inputs = "\n".join(f"{k}: {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
-                           for k, v in item.input.items())
-        parts = [f"Rubric:\n{self.rubric}", f"Task input:\n{inputs}"]
-        if item.expected not in (None, ""):
-            reference = item.expected if isinstance(item.expected, str) else json.dumps(item.expected)
-            parts.append(f"Reference answer:\n{reference}")
-        parts.append(f"Answer to grade:\n{output}")
-        return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
-
-    def evaluate(self, item: Item, output: str, judge: Callable | None = None) -> Evaluation:
-        if judge is None:
-            raise TaskError("the llm_judge evaluator needs a judge model (set judge_model or optimizer_model)")
-        reply = judge(self.messages(item, output))
-        if getattr(reply, "error", ""):
-            return Evaluation(0.0, 0.0, f"judge call failed: {clip(reply.error, 120)}")
-        parsed = first_json_object(getattr(reply, "text", reply) or "")
-        score = parsed.get("score") if parsed else None
-        if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0.0 <= score <= 1.0:
-            return Evaluation(0.0, 0.0, "judge reply unusable: expected JSON with a score from 0 to 1, "
-                                        f"got {show(getattr(reply, 'text', reply))}")
-        feedback = parsed.get("feedback")
-        feedback = clip(feedback, 400) if isinstance(feedback, str) and feedback.strip() else "no feedback given"
-        return Evaluation(1.0 if score >= self.threshold else 0.0, float(score), f"judge score {score:g}: {feedback}")
-
-
-# ---------------------------------------------------------------- user code
-
-_LOADED: dict[tuple[str, int, int], Any] = {}
-
-
-def load_callable(spec: str, base_dir: Path | None, what: str = "function") -> tuple[Callable, str]:
-    """Resolve "module:attr" from base_dir/<module>.py or an importable module.
-
-    Only the folder the user pointed at (the task folder) or modules already on the
-    import path are searched: a task file cannot make us execute an arbitrary path.
-    Returns (callable, a digest of the module source for cache versioning).
-    """
-    module_name, _, attr = spec.partition(":")
-    if not _MODULE_NAME.match(module_name) or not attr.isidentifier():
-        raise TaskError(f"{what} '{spec}' must look like module:name (a module name, not a path)")
-    module = None
-    if base_dir is not None:
-        parts = module_name.split(".")
-        for candidate in (base_dir.joinpath(*parts).with_suffix(".py"), base_dir.joinpath(*parts, "__init__.py")):
-            if candidate.is_file():
-                module = _load_file(candidate, module_name)
-                break
-    if module is None:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError:
-            where = f"{base_dir} or " if base_dir is not None else ""
-            raise TaskError(f"{what} module '{module_name}' not found in {where}the importable modules") from None
-        except Exception as exc:
-            raise TaskError(f"{what} module '{module_name}' failed to import: {type(exc).__name__}: {exc}") from None
-    target = getattr(module, attr, None)
-    if not callable(target):
-        raise TaskError(f"{what} '{spec}': module '{module_name}' has no callable '{attr}'")
-    source = getattr(module, "__file__", None)
-    digest = hashlib.sha256(Path(source).read_bytes()).hexdigest()[:12] if source and Path(source).is_file() else ""
-    return target, digest
-
-
-def _load_file(path: Path, module_name: str) -> Any:
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
-    if key in _LOADED:
-        return _LOADED[key]
-    unique = "skillopt_user_" + hashlib.sha256(key[0].encode()).hexdigest()[:10] + "_" + module_name.replace(".", "_")
-    spec = importlib.util.spec_from_file_location(unique, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[unique] = module  # dataclasses and pickling look modules up here
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:
-        sys.modules.pop(unique, None)
-        raise TaskError(f"module {path.name} failed to load: {type(exc).__name__}: {clip(exc, 120)}") from None
-    _LOADED[key] = module
-    return module
 
 
 # ---------------------------------------------------------------- registry

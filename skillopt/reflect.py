@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ RATIONALE_CHARS = 200
 EXTRA_EDITS = 2  # the schema allows a few more than the budget: surplus feeds support counting, clip decides
 MAX_PATTERNS = 6  # step buffer entries shown in a prompt (newest kept): prompt economy
 MAX_REJECTED = 8
+_PLACEHOLDER = re.compile(r"<(?:what|which|the|a|an|expected|some|one|words?|shared|queue)\b[^<>]{0,60}>", re.I)  # a copied template slot, never a rule
 
 
 # --- the step buffer (memory of this epoch) -----------------------------------------------
@@ -164,18 +166,71 @@ def format_case(n: int, t: Trajectory, limit: int, skill: str = "", common: Sequ
             f"Feedback: {feedback}")
 
 
-def _cases_text(batch: Sequence[Trajectory], limit: int, skill: str, common: Sequence[str]) -> str:
+# Words too common to tell tasks apart, in any domain.
+_STOP = frozenset("""a about after again all also am an and any are as at back be because been before being but
+by can can't cannot could did do does don't for from get got had has have having he her here him his how i i'd i'm
+if in into is it it's its just me more my no not now of off on one only or other our out over please same she so
+some still than that the their them then there these they this those to too two up us very was we were what when
+where which while who why will with would yes yet you your hi hello dear thanks thank regards best kind cheers""".split())
+_WORD = re.compile(r"[a-z][a-z0-9'-]+")
+CLUE_WORDS = 4  # a small model copies what it is shown: a few telling words, not a word list
+
+
+def _words(text: str) -> set[str]:
+    return {w.strip("'-") for w in _WORD.findall(text.casefold()) if len(w.strip("'-")) >= 3} - _STOP
+
+
+def clue_words(group: Sequence[str], others: Sequence[str], limit: int = CLUE_WORDS) -> tuple[str, ...]:
+    """Words most of a group's tasks share and tasks with other expected answers rarely
+    use: the observable clue a rule can name. A small optimizer rarely finds it alone
+    (it names the queue or the template instead); counting words finds it for any task.
+    Empty for a group of one: one case shows no pattern."""
+    if len(group) < 2:
+        return ()
+    inside = Counter(w for text in group for w in _words(text))
+    outside = Counter(w for text in others for w in _words(text))
+    n_out = max(len(others), 1)
+    scored = [(c / len(group) - outside[w] / n_out, c, w) for w, c in inside.items() if c >= 2]
+    scored = [x for x in scored if x[0] > 0.25]
+    return tuple(w for _, _, w in sorted(scored, key=lambda x: (-x[0], -x[1], x[2]))[:limit])
+
+
+def _task_text(t: Trajectory, common: Sequence[str]) -> str:
+    drop = set(common)
+    return "\n".join(line for line in t.prompt.splitlines() if line.strip() not in drop)
+
+
+def _cases_text(batch: Sequence[Trajectory], limit: int, skill: str, common: Sequence[str],
+                context: Sequence[Trajectory] = ()) -> str:
     """The cases, with a header over each run of one expected answer (make_minibatches
-    grouped them) so a small model sees the groups it should explain."""
+    grouped them) so a small model sees the groups it should explain. With `context`
+    (the step's other trajectories) each group also gets its clue words, a draft rule the
+    optimizer may copy or fix, and one case that rightly got the wrong answer, to contrast."""
     out, n = [], 0
     while n < len(batch):
         group = batch[n].expected.strip()
         size = next((k for k in range(n, len(batch)) if batch[k].expected.strip() != group), len(batch)) - n
-        answered = Counter(clip(t.output.strip(), 40) or "(nothing)" for t in batch[n:n + size])
+        members = batch[n:n + size]
+        answered = Counter(clip(t.output.strip(), 40) or "(nothing)" for t in members)
         said = ", ".join(f'"{a}" x{c}' for a, c in answered.most_common())
         out.append(f"=== {size} case{'s' if size > 1 else ''} expecting \"{clip(group, 80)}\" "
                    f"(the assistant said {said}) ===")
-        out.extend(format_case(n + k + 1, batch[n + k], limit, skill, common) for k in range(size))
+        out.extend(format_case(n + k + 1, members[k], limit, skill, common) for k in range(size))
+        others = [t for t in context if t.expected.strip() != group]
+        answers = {w for t in (*members, *context) for w in _words(f"{t.expected} {t.output}")}
+        clues = tuple(w for w in clue_words([_task_text(t, common) for t in members],
+                                            [_task_text(t, common) for t in others], CLUE_WORDS + 2)
+                      if w not in answers)[:CLUE_WORDS]  # an answer's name is no clue to it
+        wrong = answered.most_common(1)[0][0]
+        if clues:
+            words = " or ".join(clues)
+            out.append(f"Words these {size} tasks share: {', '.join(clues)}. Draft rule (fix it if these words are "
+                       f"not the real clue): - If a task mentions {words}, answer {clip(group, 80)}, not {wrong}.")
+        contrast = next((t for t in others if t.expected.strip() == wrong and t.evaluation.hard >= 1
+                         and t.item_id not in {m.item_id for m in members}), None)
+        if contrast is not None:
+            out.append(f"Contrast: this task rightly got \"{clip(wrong, 40)}\": "
+                       f"{clip(' '.join(_task_text(contrast, common).split()), 200)}")
         n += size
     return "\n".join(out)
 
@@ -249,6 +304,9 @@ def parse_edits(obj: object, skill: str, kind: str, cap: int) -> _Parsed:
         if op != "delete" and not content.strip():
             dropped.append(f"edit {i}: {op} without content")
             continue
+        if op != "delete" and _PLACEHOLDER.search(content):
+            dropped.append(f"edit {i}: content still holds a template placeholder ({_PLACEHOLDER.search(content).group(0)})")
+            continue
         if op == "add" and section.strip():
             target = ""  # a heading is the sturdier anchor; patch adds at the end of that section
         rationale = e.get("rationale", "")
@@ -260,7 +318,8 @@ def parse_edits(obj: object, skill: str, kind: str, cap: int) -> _Parsed:
 
 
 def _reflect_one(optimizer, index: int, kind: str, batch: tuple[Trajectory, ...], skill: str, budget: int,
-                 notes: str, sections: list[str], limit: int, step: int) -> MinibatchResult:
+                 notes: str, sections: list[str], limit: int, step: int,
+                 context: Sequence[Trajectory] = ()) -> MinibatchResult:
     header = ("failures: the assistant got these wrong" if kind == "failure"
               else "successes: the assistant got these right; add only knowledge the skill lacks")
     common = common_lines([t.prompt for t in batch])
@@ -268,7 +327,7 @@ def _reflect_one(optimizer, index: int, kind: str, batch: tuple[Trajectory, ...]
     messages = prompt_messages(
         "reflect", skill=numbered(skill), sections="; ".join(f'"{s}"' for s in sections) or "(none)",
         notes=notes, kind=header, common=shared, budget=budget,
-        cases=_cases_text(batch, limit, skill, common))
+        cases=_cases_text(batch, limit, skill, common, context if kind == "failure" else ()))
     n_lines = len(skill_lines(skill))
     cap = max(budget, 0) + EXTRA_EDITS
     value, reply = optimizer.complete_json(
@@ -292,11 +351,12 @@ def reflect(optimizer, skill: str, trajectories: Sequence[Trajectory], *, budget
         return ()
     notes = _notes(meta_skill, buffer)
     sections = section_paths(skill)
+    usable = tuple(t for t in trajectories if not t.error)  # clue words and contrasts come from the whole step
     pool = ThreadPoolExecutor(max_workers=max(1, min(config.analyst_workers, len(batches))),
                               thread_name_prefix="reflect")
     try:
         futures = [pool.submit(_reflect_one, optimizer, i, kind, batch, skill, budget, notes, sections,
-                               config.trajectory_chars, step) for i, (kind, batch) in enumerate(batches)]
+                               config.trajectory_chars, step, usable) for i, (kind, batch) in enumerate(batches)]
         return tuple(f.result() for f in futures)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # after a fatal error, queued calls never start

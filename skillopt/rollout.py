@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
@@ -67,14 +68,42 @@ class Evaluator:
         settings = target.settings
         self._model_key = json.dumps([task.name, task.evaluator_version, target.model,
                                       settings.temperature, settings.max_tokens])
+        # One pool for the whole run: starting 8 threads per evaluation cost more than the
+        # simulated rollouts themselves (a new thread waits for the GIL held by busy workers).
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+        # item_hash per item object (the object is kept, so its id is never reused): every
+        # cache lookup needs it, and a run looks the same items up again at every step.
+        self._item_hashes: dict[int, tuple[Item, str]] = {}
 
     def key(self, skill_sha: str, item: Item) -> str:
-        return hashlib.sha256(f"{skill_sha}|{item_hash(item)}|{self._model_key}".encode()).hexdigest()
+        return hashlib.sha256(f"{skill_sha}|{self._item_hash(item)}|{self._model_key}".encode()).hexdigest()
 
-    def cached(self, skill: str, item: Item) -> Trajectory | None:
+    def _item_hash(self, item: Item) -> str:
+        memo = self._item_hashes.get(id(item))
+        if memo is not None and memo[0] is item:
+            return memo[1]
+        digest = item_hash(item)
+        self._item_hashes[id(item)] = (item, digest)
+        return digest
+
+    def close(self) -> None:
+        """Stop the worker threads (a later run() starts new ones)."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rollout")
+            return self._pool
+
+    def cached(self, skill: str, item: Item, skill_sha: str | None = None) -> Trajectory | None:
         if self.cache is None:
             return None
-        row = self.cache.eval_get(self.key(sha(skill), item))
+        row = self.cache.eval_get(self.key(skill_sha or sha(skill), item))
         if row is None:
             return None
         return Trajectory(item_id=item.id, prompt=row["prompt"], output=row["output"],
@@ -84,16 +113,15 @@ class Evaluator:
     def run(self, skill: str, items: Sequence[Item], *, step: int, split: str, purpose: str,
             stage: str) -> Batch:
         skill_sha = sha(skill)
-        results: list[Trajectory | None] = [self.cached(skill, it) for it in items]
+        results: list[Trajectory | None] = [self.cached(skill, it, skill_sha) for it in items]
         hits = tuple(r is not None for r in results)
         missing = [i for i, r in enumerate(results) if r is None]
         if missing:
             def one(i: int) -> Trajectory:
                 return self._rollout(skill, skill_sha, items[i], step=step, stage=stage)
 
-            with ThreadPoolExecutor(max_workers=min(self.workers, len(missing))) as pool:
-                for i, traj in zip(missing, pool.map(one, missing)):
-                    results[i] = traj
+            for i, traj in zip(missing, self._executor().map(one, missing)):
+                results[i] = traj
         batch = Batch(trajectories=tuple(results), cached=hits)  # type: ignore[arg-type]
         if items:
             self.emit(ev.RolloutsDone(run_id=self.run_id, step=step, split=split, purpose=purpose,

@@ -1,4 +1,4 @@
-"""The SQLite store: schema migrations, the trainer's writer, and the caches.
+"""The SQLite store: the trainer's writer, and the caches.
 
 One database file holds every run. WAL lets the dashboard read while trainers write.
 The trainer process is the only writer of its run's rows; the dashboard writes only
@@ -19,118 +19,16 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import sqlite_utils
-from sqlite_utils.migrations import Migrations
 
 from . import events as ev
 from .errors import UserError
 from .llm import CallRecord
+from .schema import migrations
 from .skill import sha
 from .task import Item, Trajectory
 
 DEFAULT_DB = Path("data/runs/skillopt.db")
 BUSY_TIMEOUT_MS = 30_000  # writers hold locks for milliseconds; 30 s covers any burst
-
-migrations = Migrations("skillopt")
-
-
-@migrations()
-def m001_initial(db: sqlite_utils.Database) -> None:
-    db.executescript(_SCHEMA)
-
-
-_SCHEMA = """
-CREATE TABLE runs (
-  id TEXT PRIMARY KEY, name TEXT, task TEXT, task_path TEXT, config_json TEXT, seed_skill TEXT,
-  status TEXT, reason TEXT DEFAULT '', simulated INTEGER DEFAULT 0,
-  total_steps INTEGER DEFAULT 0, steps_per_epoch INTEGER DEFAULT 0, step INTEGER DEFAULT 0,
-  epoch INTEGER DEFAULT 0, stage TEXT DEFAULT '', stage_detail TEXT DEFAULT '',
-  best_step INTEGER DEFAULT 0, best_score REAL, current_score REAL,
-  seed_test REAL, best_test REAL, final_test REAL,
-  pid INTEGER, stop_requested INTEGER DEFAULT 0, state_json TEXT,
-  created_at REAL, started_at REAL, updated_at REAL, finished_at REAL, heartbeat_at REAL
-);
-CREATE TABLE items (
-  run_id TEXT, item_id TEXT, split TEXT, input_json TEXT, expected TEXT,
-  PRIMARY KEY (run_id, item_id)
-);
-CREATE TABLE steps (
-  run_id TEXT, step INTEGER, epoch INTEGER, edit_budget INTEGER, scheduled_budget INTEGER,
-  train_hard REAL, train_soft REAL, current_score REAL, candidate_score REAL, best_score REAL,
-  decision TEXT, n_proposed INTEGER, n_selected INTEGER, n_applied INTEGER,
-  n_minibatches INTEGER, n_failed_minibatches INTEGER, duration_s REAL, finished_at REAL,
-  PRIMARY KEY (run_id, step)
-);
-CREATE TABLE skill_versions (
-  run_id TEXT, step INTEGER, kind TEXT, sha TEXT, content TEXT, score REAL, created_at REAL,
-  PRIMARY KEY (run_id, step, kind)
-);
-CREATE TABLE edits (
-  run_id TEXT, step INTEGER, idx INTEGER, op TEXT, target TEXT, content TEXT, section TEXT,
-  rationale TEXT, source TEXT, support INTEGER, minibatches TEXT, fate TEXT, status TEXT,
-  approval TEXT, gate TEXT,
-  PRIMARY KEY (run_id, step, idx)
-);
-CREATE TABLE rollouts (
-  run_id TEXT, step INTEGER, split TEXT, purpose TEXT, skill_sha TEXT, item_id TEXT,
-  output TEXT, hard REAL, soft REAL, feedback TEXT, error TEXT, cached INTEGER,
-  PRIMARY KEY (run_id, step, purpose, item_id)
-);
-CREATE INDEX rollouts_by_split ON rollouts (run_id, split, step);
-CREATE INDEX rollouts_by_item ON rollouts (run_id, item_id);
-CREATE TABLE reflections (
-  run_id TEXT, step INTEGER, idx INTEGER, kind TEXT, item_ids TEXT, ok INTEGER,
-  summary TEXT, error TEXT, n_edits INTEGER,
-  PRIMARY KEY (run_id, step, idx)
-);
-CREATE TABLE gate_decisions (
-  run_id TEXT, step INTEGER, kind TEXT, mode TEXT, metric TEXT, decision TEXT,
-  current_score REAL, candidate_score REAL, margin REAL, p_value REAL, n_items INTEGER,
-  n_evaluated INTEGER, wins INTEGER, losses INTEGER, early_stop INTEGER, reason TEXT,
-  flipped_json TEXT,
-  PRIMARY KEY (run_id, step, kind)
-);
-CREATE TABLE rejected_buffer (
-  run_id TEXT, step INTEGER, idx INTEGER, epoch INTEGER, edit_json TEXT,
-  score_before REAL, score_after REAL, reason TEXT,
-  PRIMARY KEY (run_id, step, idx)
-);
-CREATE TABLE slow_updates (
-  run_id TEXT, epoch INTEGER, step INTEGER, previous_guidance TEXT, guidance TEXT,
-  improved_json TEXT, regressed_json TEXT, persistent_json TEXT, stable_json TEXT,
-  decision TEXT, score_before REAL, score_after REAL, error TEXT,
-  PRIMARY KEY (run_id, epoch)
-);
-CREATE TABLE meta_skills (
-  run_id TEXT, epoch INTEGER, content TEXT, error TEXT,
-  PRIMARY KEY (run_id, epoch)
-);
-CREATE TABLE tests (
-  run_id TEXT, which TEXT, skill_sha TEXT, score REAL, hard REAL, soft REAL, n_items INTEGER,
-  PRIMARY KEY (run_id, which)
-);
-CREATE TABLE llm_calls (
-  id INTEGER PRIMARY KEY, run_id TEXT, step INTEGER, role TEXT, stage TEXT, model TEXT,
-  prompt_tokens INTEGER, completion_tokens INTEGER, cost_usd REAL, latency_s REAL,
-  cached INTEGER, error TEXT, attempts INTEGER, created_at REAL
-);
-CREATE INDEX llm_calls_by_run ON llm_calls (run_id, stage);
-CREATE INDEX llm_calls_by_step ON llm_calls (run_id, step);
-CREATE TABLE llm_cache (key TEXT PRIMARY KEY, model TEXT, value_json TEXT, created_at REAL);
-CREATE TABLE eval_cache (
-  key TEXT PRIMARY KEY, output TEXT, hard REAL, soft REAL, feedback TEXT, prompt TEXT, created_at REAL
-);
-CREATE TABLE approvals (
-  run_id TEXT, step INTEGER, idx INTEGER, edit_json TEXT, diff TEXT, status TEXT,
-  content TEXT, decided_at REAL,
-  PRIMARY KEY (run_id, step, idx)
-);
-CREATE INDEX approvals_pending ON approvals (status, run_id);
-CREATE TABLE events (
-  id INTEGER PRIMARY KEY, run_id TEXT, step INTEGER, type TEXT, message TEXT, created_at REAL
-);
-CREATE INDEX events_by_run ON events (run_id, id);
-CREATE INDEX runs_by_status ON runs (status);
-"""
 
 LIVE_STATUSES = ("pending", "running", "waiting_approval", "stopping")
 FINAL_STATUSES = ("completed", "stopped", "failed", "budget_exhausted")
@@ -166,7 +64,8 @@ class Store:
         with self._lock:
             self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL survives a killed process
-            migrations.apply(self.db)
+            with self.tx():  # two processes opening a fresh file at once must not both create the schema
+                migrations.apply(self.db)
 
     def close(self) -> None:
         self.conn.close()

@@ -110,6 +110,8 @@ class Trainer:
         except ModelError as exc:
             self.emit(ev.RunFinished(run_id=self.run_id, status="failed", reason=str(exc)))
             return "failed"
+        finally:
+            self.evaluator.close()  # the rollout worker threads live as long as the run
         self.emit(ev.RunFinished(run_id=self.run_id, status="completed"))
         return "completed"
 

@@ -13,6 +13,7 @@ expectations); nothing sleeps for a fixed time and asserts afterwards.
 from __future__ import annotations
 
 import re
+import sqlite3
 import time
 
 import pytest
@@ -20,6 +21,7 @@ import pytest
 from browser_util import (PAGE_S, VIEWPORT, Dashboard, assert_no_exception, launch_browser, open_page,
                           require_browser, settle, shot, start_dashboard, stop_process, stop_trainers)
 from skillopt import launcher
+from skillopt.errors import UserError
 from skillopt.reader import Reader
 
 pytestmark = pytest.mark.browser
@@ -97,7 +99,7 @@ def launched_run(dash: Dashboard, shared: dict) -> str:
     """The run the New-run test launched, or (when this test runs alone) the same run via the launcher."""
     if "run" not in shared:
         run_id, proc = launcher.start("sim-rulebook", {**SIM, "num_epochs": 2}, db=dash.db, name="browser run")
-        proc.wait(120)
+        assert proc.wait(120) == 0, launcher.read_log(dash.db, run_id)
         shared["run"] = run_id
     return shared["run"]
 
@@ -107,11 +109,14 @@ def wait_status(dash: Dashboard, run_id: str, wanted: tuple[str, ...]) -> str:
     deadline = time.monotonic() + PAGE_S / 1000
     status = None
     while time.monotonic() < deadline:
-        r = reader(dash)
         try:
-            row = r.run(run_id)
-        finally:
-            r.close()
+            r = reader(dash)
+            try:
+                row = r.run(run_id)
+            finally:
+                r.close()
+        except (UserError, sqlite3.OperationalError):  # the first trainer has not created the database yet
+            row = None
         status = row and row["status"]
         if status in wanted:
             return status
@@ -135,7 +140,7 @@ def test_launch_from_new_run_and_watch_steps(dashboard, page, shared):
     page.get_by_role("textbox", name="Run name (optional)").fill("browser run")
     page.get_by_role("textbox", name="Run name (optional)").press("Enter")
     expect_text(metric(page, "Steps"), r"^6$")  # 2 epochs × 3 steps: the estimate follows the knob
-    shot(page, "launch", "new_run")
+    shot(page, "launch", "new_run", focus=page.get_by_role("heading", name="3 · Models"))
 
     button(page, "Launch run").click()
     success = page.get_by_text(re.compile(r"^Launched run \S+\.$"))

@@ -35,9 +35,10 @@ RETRY_AFTER_S = 3.0
 
 TARGET_FAULTS = {"rate_limit": 0.04, "server": 0.04, "timeout": 0.03, "connection": 0.03, "empty": 0.03,
                  "cut_at_max_tokens": 0.03, "over_max_tokens": 0.02}
-OPTIMIZER_FAULTS = {"rate_limit": 0.06, "server": 0.05, "empty": 0.03, "malformed": 0.1, "schema": 0.08,
-                    "unknown_op": 0.1, "huge_content": 0.06, "over_max_tokens": 0.04}
-EDIT_FAULTS = ("unknown_op", "huge_content")  # need a reflection reply with edits to act on
+OPTIMIZER_FAULTS = {"rate_limit": 0.06, "server": 0.05, "empty": 0.03, "malformed": 0.15, "schema": 0.15,
+                    "over_max_tokens": 0.04}
+# Drawn separately, only for reflection replies that propose edits (the faults act on an edit).
+EDIT_FAULTS = {"unknown_op": 0.25, "huge_content": 0.25}
 
 
 class Flaky:
@@ -46,8 +47,9 @@ class Flaky:
     `injected` counts the faults it really produced, by kind, for the accounting check.
     """
 
-    def __init__(self, target_faults=TARGET_FAULTS, optimizer_faults=OPTIMIZER_FAULTS):
+    def __init__(self, target_faults=TARGET_FAULTS, optimizer_faults=OPTIMIZER_FAULTS, edit_faults=EDIT_FAULTS):
         self.rates = {"target": target_faults, "optimizer": optimizer_faults}
+        self.edit_faults = edit_faults
         self.injected: Counter[str] = Counter()
         self._attempts: Counter[str] = Counter()
         self._lock = threading.Lock()
@@ -67,7 +69,9 @@ class Flaky:
             self._count(kind)
             return "", 10, 0
         reply, prompt_tokens, completion_tokens = sim.handle(
-            "target" if role == "target" else "optimizer?faults=0", messages, settings, response_format)
+            "target" if role == "target" else "optimizer?faults=0&repair=1", messages, settings, response_format)
+        if not kind and "skillopt:reflect" in text and self.edit_faults:
+            kind = self._pick(self.edit_faults, sim.unit("flaky-edit", text, attempt))
         faulty = self._corrupt(kind, reply, settings.max_tokens, "skillopt:reflect" in text)
         if faulty is None:
             return reply, prompt_tokens, completion_tokens
@@ -76,8 +80,12 @@ class Flaky:
         return reply, prompt_tokens, completion_tokens
 
     def _draw(self, role: str, text: str, attempt: int) -> str:
-        u, edge = sim.unit("flaky", role, text, attempt), 0.0
-        for kind, rate in self.rates[role].items():
+        return self._pick(self.rates[role], sim.unit("flaky", role, text, attempt))
+
+    @staticmethod
+    def _pick(rates: dict[str, float], u: float) -> str:
+        edge = 0.0
+        for kind, rate in rates.items():
             edge += rate
             if u < edge:
                 return kind
@@ -155,8 +163,9 @@ def expected_records(injected: Counter[str]) -> Counter[str]:
 def flaky_run(db: Path, prefix: str = "flaky") -> tuple[str, Flaky]:
     flaky = Flaky()
     register_flaky(prefix, flaky)
-    run_id = run_sim(db, *SMALL, f"target_model={prefix}/target", f"optimizer_model={prefix}/optimizer",
-                     name="flaky models")
+    # Small minibatches: more reflection calls, so every kind of fault is drawn with a margin.
+    run_id = run_sim(db, *SMALL, "minibatch_size=3", f"target_model={prefix}/target",
+                     f"optimizer_model={prefix}/optimizer", name="flaky models")
     return run_id, flaky
 
 
@@ -196,7 +205,7 @@ def test_run_with_every_kind_of_fault_completes(flaky_store):
     run = Reader(db).run(run_id)
     assert run["status"] == "completed", run["reason"]
     assert set(Reader(db).tests(run_id)) == {"seed", "best", "final"}
-    every = set(TARGET_FAULTS) | set(OPTIMIZER_FAULTS)
+    every = set(TARGET_FAULTS) | set(OPTIMIZER_FAULTS) | set(EDIT_FAULTS)
     assert {k for k, n in flaky.injected.items() if n} == every, "the schedule must inject every kind"
     assert RETRY_AFTER_S in waits  # a 429's Retry-After travelled through litellm's exception
 
@@ -253,9 +262,10 @@ class SimCounter:
 
         def counting_answer(messages, opts):
             reply = answer(messages, opts)
+            fenced = re.search(r"```json\n(.*)\n```", reply, re.S)
             try:
-                extract_json(reply)
-            except ValueError:
+                json.loads(fenced.group(1) if fenced else reply)
+            except ValueError:  # the simulator cut its reply short
                 self.injected["malformed"] += 1
             return reply
 
@@ -295,7 +305,7 @@ DEAD = {
 
 
 def dead_run(db: Path, overrides: tuple[str, ...]) -> str:
-    register_flaky("dead", Flaky(target_faults={"server": 1.0}, optimizer_faults={"server": 1.0}))
+    register_flaky("dead", Flaky(target_faults={"server": 1.0}, optimizer_faults={"server": 1.0}, edit_faults={}))
     return run_sim(db, *SMALL, *overrides)
 
 

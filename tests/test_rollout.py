@@ -202,3 +202,20 @@ def test_seed_test_is_reused_across_runs_of_the_same_task_and_model(tmp_path):
     assert new_test_calls == uncached_other
     # and the seed score itself is the same
     assert r.tests(first)["seed"]["score"] == r.tests(second)["seed"]["score"]
+
+
+def test_worker_threads_live_for_the_run_and_close_stops_them(task):
+    items = task.split("selection")[:6]
+    before = set(threading.enumerate())
+    ev_ = evaluator(task)
+    ev_.run(SKILL, items, step=1, split="selection", purpose="p", stage="gate")
+    workers = {t for t in set(threading.enumerate()) - before if t.name.startswith("rollout")}
+    assert 1 <= len(workers) <= 4  # one pool (workers=4), not a new pool per evaluation
+    ev_.run(SKILL + "\n- x\n", items, step=2, split="selection", purpose="p", stage="gate")
+    workers |= {t for t in set(threading.enumerate()) - before if t.name.startswith("rollout")}
+    assert len(workers) <= 4  # the same pool again: never more threads than its size
+    ev_.close()
+    assert not any(t.is_alive() for t in workers)
+    batch = ev_.run(SKILL + "\n- y\n", items, step=3, split="selection", purpose="p", stage="gate")  # reopens
+    assert len(batch.trajectories) == 6 and COUNTER.calls == 18
+    ev_.close()

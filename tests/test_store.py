@@ -5,7 +5,8 @@ import pytest
 
 from skillopt.llm import CallRecord
 from skillopt.reader import Reader
-from skillopt.store import Store, migrations
+from skillopt.schema import migrations
+from skillopt.store import Store
 from skillopt.task import Item
 
 

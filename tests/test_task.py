@@ -235,9 +235,11 @@ FIXTURES = {  # folder -> (file named in the first problem, words in it)
 }
 
 
-def test_every_fixture_folder_is_listed():
-    assert sorted(p.name for p in BAD.iterdir() if p.is_dir()) == sorted(FIXTURES)
-    assert len(FIXTURES) >= 15
+def test_fixture_folders_exist_and_every_folder_there_is_rejected():
+    folders = sorted(p.name for p in BAD.iterdir() if p.is_dir())
+    assert set(FIXTURES) <= set(folders) and len(FIXTURES) >= 15
+    for name in folders:  # other suites add broken folders here too; all must be refused
+        assert validate_task(BAD / name), name
 
 
 @pytest.mark.parametrize("name", sorted(FIXTURES))
@@ -283,6 +285,17 @@ def test_huge_file_is_rejected(tmp_path, monkeypatch):
     (folder / "test.jsonl").write_text(lines("x", 20), encoding="utf-8")
     problems = validate_task(folder)
     assert len(problems) == 1 and "test.jsonl: file is" in problems[0] and "the limit is 600 bytes" in problems[0]
+
+
+def test_seed_skill_gets_the_skill_checks(tmp_path):
+    folder = make_task(tmp_path / "s", files={"seed_skill.md": "# S\n\n<!-- SLOW_UPDATE_START -->\nopen\n"})
+    assert validate_task(folder) == [f"{folder}/seed_skill.md:3: <!-- SLOW_UPDATE_START --> is never closed by "
+                                     "<!-- SLOW_UPDATE_END -->"]
+
+
+def test_utf16_file_is_named_as_such(tmp_path):
+    folder = make_task(tmp_path / "u", files={"test.jsonl": lines("x").encode("utf-16")})
+    assert validate_task(folder) == [f"{folder}/test.jsonl:1: UTF-16 text; re-save the file as UTF-8"]
 
 
 def test_utf8_bom_is_accepted(tmp_path):

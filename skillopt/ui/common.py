@@ -76,11 +76,15 @@ def approval_badge() -> None:
 def pick_run(label: str = "Run") -> dict | None:
     """A run selector that reads and writes ?run=<id>, so a link opens the same view."""
     runs = cached("runs") or []
+    wanted = st.query_params.get("run")
+    if wanted and wanted not in {r["id"] for r in runs} and (fresh := reader()) is not None:
+        # The cached list (short TTL, shared by all sessions) can predate a run launched a
+        # moment ago; without this, its link would show another run and rewrite the URL.
+        runs = fresh.runs()
     if not runs:
         st.info("No runs yet. Start one from the Home page (a simulated demo takes seconds).")
         return None
     ids = [r["id"] for r in runs]
-    wanted = st.query_params.get("run")
     index = ids.index(wanted) if wanted in ids else 0
     by_id = {r["id"]: r for r in runs}
     choice = st.selectbox(label, ids, index=index, format_func=lambda i: run_label(by_id[i]))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from skillopt import config as cfg
-from skillopt.csvimport import MAX_UPLOAD_BYTES
+from skillopt.csvimport import MAX_UPLOAD_BYTES, csv_reader
 from skillopt.errors import TaskError, UserError
 from skillopt.task import BUILTIN_DIR
 
@@ -316,11 +316,7 @@ def csv_columns(name: str, data: bytes) -> list[str]:
     except UnicodeDecodeError as exc:
         raise TaskError(f"{name}: not UTF-8 text (byte {exc.start}); re-save it as UTF-8") from None
     try:
-        dialect = csv.Sniffer().sniff(text[:8192], delimiters=",;\t|")
-    except csv.Error:
-        dialect = csv.excel
-    try:
-        columns = [c.strip() for c in next(csv.reader(io.StringIO(text, newline=""), dialect))]
+        columns = [c.strip() for c in next(csv_reader(text))]
     except (StopIteration, csv.Error):
         raise TaskError(f"{name}:1: no header row") from None
     if any(not c for c in columns):
