@@ -1,6 +1,6 @@
 """Model calls of a full training run: the reference behaviour vs the project's best configuration.
 
-    python bench/calls.py [--seeds 3] [--workers 4]
+    python bench/calls.py [--seeds 3] [--workers 4] [--tune 16]
 
 On `sim-rulebook` (simulated models, so calls are counted, not timed), each seed runs the
 full default schedule (4 epochs, batch 40) under:
@@ -8,7 +8,9 @@ full default schedule (4 epochs, batch 40) under:
 - reference: gate_mode=strict, use_cache=false, speculative_rollouts=false -- the published
   SkillOpt's behaviour: every candidate scored on the whole selection split, the seed skill
   re-scored on the test split, every stage strictly sequential;
-- best: the configuration with the fewest target calls at a test score no lower (BEST below);
+- best: the configuration with the fewest target calls at a test score no lower (BEST below;
+  with --tune N it is picked afresh among CANDIDATES on N seeds disjoint from the reported ones,
+  so it never rests on the luck of the reported seeds);
 - for context, the project defaults and the best configuration with speculative rollouts.
 
 Every run writes into its own fresh temporary database, so no cache entry of one run
@@ -37,17 +39,21 @@ REFERENCE = ("gate_mode=strict", "use_cache=false", "speculative_rollouts=false"
 # sample (of 60) makes each full check cheaper, and alpha 0.3 asks for a little evidence beyond
 # "more wins than losses" to offset its noise; the cache never scores a skill twice on an
 # item; speculation is off because it spends calls to save wall time ("+ speculative" row).
-# Chosen on 24 seeds (--seeds 24), not on the three reported by default: with seeds this
-# noisy, picking on the reported seeds would only pick luck.
+# Chosen with --tune on seeds 1000+, never on the reported ones: with seeds this noisy,
+# picking on the reported seeds would only pick luck.
 BEST = ("gate_mode=paired", "gate_alpha=0.3", "selection_size=40", "use_cache=true",
         "speculative_rollouts=false")
-CONFIGS = {
-    "reference": REFERENCE,
-    "defaults": (),
-    "best": BEST,
-    "best + speculative": tuple(o for o in BEST if not o.startswith("speculative")) + ("speculative_rollouts=true",),
-}
+# --tune searches these on seeds disjoint from the reported ones (TUNE_SEED up) and reports the
+# one with the fewest target calls whose tuning score is not below the reference's (see tune).
+CANDIDATES = tuple(("gate_mode=paired", f"gate_alpha={alpha}", f"selection_size={size}", "use_cache=true",
+                    "speculative_rollouts=false") for size in (30, 40, 0) for alpha in (0.5, 0.3))
+TUNE_SEED = 1000
 STAGES = ("rollout", "gate", "slow_update", "test")
+
+
+def configs(best: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    speculative = tuple(o for o in best if not o.startswith("speculative")) + ("speculative_rollouts=true",)
+    return {"reference": REFERENCE, "defaults": (), "best": best, "best + speculative": speculative}
 
 
 def measure(db: Path, overrides: tuple[str, ...], seed: int) -> dict:
@@ -98,25 +104,62 @@ def mean(rows: list[dict], key: str) -> float:
     return statistics.fmean(r[key] for r in rows)
 
 
+def run_all(named: dict[str, tuple[str, ...]], seeds: list[int], workers: int) -> dict[str, list[dict]]:
+    jobs = [(name, overrides, seed) for name, overrides in named.items() for seed in seeds]
+    with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
+        results = list(pool.map(fresh_run, jobs))
+    failed = [(n, r["seed"], r["status"]) for n, r in results if r["status"] != "completed"]
+    if failed:
+        raise SystemExit(f"runs did not complete: {failed}")
+    return {name: [r for n, r in results if n == name] for name in named}
+
+
+def tune(n_seeds: int, workers: int) -> tuple[str, ...]:
+    """The candidate with the fewest target calls whose tuning score is not below the reference's.
+
+    "Not below" allows one standard error of the per-seed differences (same seeds for both):
+    on a few dozen seeds the means of equally good configurations differ by about that much,
+    and a strict >= would pick whichever one was luckier, not the cheaper of equals.
+    """
+    seeds = list(range(TUNE_SEED, TUNE_SEED + n_seeds))
+    named = {"reference": REFERENCE, **{" ".join(c): c for c in CANDIDATES}}
+    rows = run_all(named, seeds, workers)
+    ref = [r["test_best"] for r in rows["reference"]]
+
+    def shortfall(c: tuple[str, ...]) -> float:
+        diffs = [r["test_best"] - b for r, b in zip(rows[" ".join(c)], ref)]
+        stderr = statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else 0.0
+        return -statistics.fmean(diffs) - stderr  # > 0: lower than the reference beyond the noise
+
+    print(f"tuning on seeds {seeds[0]}..{seeds[-1]} (disjoint from the reported seeds):")
+    print(f"  {mean(rows['reference'], 'target_calls'):7.1f} calls  test {statistics.fmean(ref):.3f}  reference")
+    for c in CANDIDATES:
+        rs = rows[" ".join(c)]
+        print(f"  {mean(rs, 'target_calls'):7.1f} calls  test {mean(rs, 'test_best'):.3f}  "
+              f"{'ok ' if shortfall(c) <= 0 else 'low'}  {' '.join(c)}")
+    fit = [c for c in CANDIDATES if shortfall(c) <= 0]
+    chosen = (min(fit, key=lambda c: mean(rows[" ".join(c)], "target_calls")) if fit
+              else min(CANDIDATES, key=shortfall))
+    print(f"  -> {' '.join(chosen)}" + ("" if fit else " (none matched the reference: the closest one)") + "\n")
+    return chosen
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=3, help="number of seeds, from 42 up (default 3)")
     ap.add_argument("--workers", type=int, default=4, help="runs in parallel processes (counts do not depend on it)")
+    ap.add_argument("--tune", type=int, default=0, metavar="N",
+                    help="first pick the best configuration among CANDIDATES on N other seeds (e.g. 16)")
     args = ap.parse_args()
     seeds = list(range(42, 42 + args.seeds))
-    jobs = [(name, overrides, seed) for name, overrides in CONFIGS.items() for seed in seeds]
-    with ProcessPoolExecutor(max_workers=max(1, args.workers)) as pool:
-        results = list(pool.map(fresh_run, jobs))
-    rows = {name: [r for n, r in results if n == name] for name in CONFIGS}
-    failed = [(n, r["seed"], r["status"]) for n, r in results if r["status"] != "completed"]
-    if failed:
-        raise SystemExit(f"runs did not complete: {failed}")
-    shared = shared_runs(BEST, seeds)
+    chosen = tune(args.tune, args.workers) if args.tune else BEST
+    rows = run_all(configs(chosen), seeds, args.workers)
+    shared = shared_runs(chosen, seeds)
 
     ref_calls = mean(rows["reference"], "target_calls")
     print(f"{TASK}, 4 epochs x batch 40, seeds {seeds[0]}..{seeds[-1]}; every run in its own fresh database "
           f"(no cross-run cache reuse). Means over seeds.")
-    print(f"best = {' '.join(BEST)}\n")
+    print(f"best = {' '.join(chosen)}\n")
     head = (f"{'configuration':<20} {'target calls':>12} {'ratio':>6} {'optimizer':>9} {'tokens':>9} "
             f"{'test best':>9} {'accepts':>7}   target calls by stage")
     print(head)
@@ -147,7 +190,7 @@ def main() -> None:
         "reference_tokens": round(mean(ref, "tokens")),
         "tokens": round(mean(best, "tokens")),
         "seeds": seeds,
-        "best_config": list(BEST),
+        "best_config": list(chosen),
         "per_seed": {name: [{k: r[k] for k in ("seed", "target_calls", "test_best")} for r in rs]
                      for name, rs in rows.items()},
         "defaults_target_calls": round(mean(rows["defaults"], "target_calls"), 1),

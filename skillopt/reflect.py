@@ -5,7 +5,10 @@ SkillOpt could not use: short prompts (each trajectory clipped, the skill never 
 inside trajectories), failures grouped by expected answer so a pattern is visible, a
 bounded JSON schema, and edits that cannot miss their anchor: the skill is shown with
 numbered lines and the optimizer names a line number or a heading from an enum, which we
-turn into the exact text, instead of copying text it would misquote.
+turn into the exact text, instead of copying text it would misquote. A 1.5B model copies
+what it is shown, so each failure group also gets its clue words (shared by the group,
+rare elsewhere), a draft rule built from them and one contrasting success; edits that
+still hold a template slot, or repeat a rejected edit, are dropped.
 """
 from __future__ import annotations
 
@@ -319,7 +322,9 @@ def parse_edits(obj: object, skill: str, kind: str, cap: int) -> _Parsed:
 
 def _reflect_one(optimizer, index: int, kind: str, batch: tuple[Trajectory, ...], skill: str, budget: int,
                  notes: str, sections: list[str], limit: int, step: int,
-                 context: Sequence[Trajectory] = ()) -> MinibatchResult:
+                 context: Sequence[Trajectory] = (), rejected: frozenset = frozenset()) -> MinibatchResult:
+    """`rejected`: keys of edits the gate already refused; a small optimizer copies the
+    rejected list it is shown, so a repeat is dropped here rather than tried again."""
     header = ("failures: the assistant got these wrong" if kind == "failure"
               else "successes: the assistant got these right; add only knowledge the skill lacks")
     common = common_lines([t.prompt for t in batch])
@@ -336,7 +341,13 @@ def _reflect_one(optimizer, index: int, kind: str, batch: tuple[Trajectory, ...]
     ids = tuple(t.item_id for t in batch)
     if value is None:
         return MinibatchResult(index, kind, ids, False, "", (), error=reply.error or "unusable reply")
-    return MinibatchResult(index, kind, ids, True, value.summary, value.edits, dropped=value.dropped)
+    kept = tuple(e for e in value.edits if _key(e) not in rejected)
+    again = tuple(f"{describe_edit(e, 60)}: repeats a rejected edit" for e in value.edits if _key(e) in rejected)
+    return MinibatchResult(index, kind, ids, True, value.summary, kept, dropped=value.dropped + again)
+
+
+def _key(edit: Edit) -> tuple[str, str, str]:
+    return edit.op, " ".join(edit.target.split()).casefold(), " ".join(edit.content.split()).casefold()
 
 
 def reflect(optimizer, skill: str, trajectories: Sequence[Trajectory], *, budget: int, buffer: StepBuffer,
@@ -352,11 +363,13 @@ def reflect(optimizer, skill: str, trajectories: Sequence[Trajectory], *, budget
     notes = _notes(meta_skill, buffer)
     sections = section_paths(skill)
     usable = tuple(t for t in trajectories if not t.error)  # clue words and contrasts come from the whole step
+    rejected = frozenset(_key(r.edit) for r in buffer.rejected)
     pool = ThreadPoolExecutor(max_workers=max(1, min(config.analyst_workers, len(batches))),
                               thread_name_prefix="reflect")
     try:
         futures = [pool.submit(_reflect_one, optimizer, i, kind, batch, skill, budget, notes, sections,
-                               config.trajectory_chars, step, usable) for i, (kind, batch) in enumerate(batches)]
+                               config.trajectory_chars, step, usable, rejected)
+                   for i, (kind, batch) in enumerate(batches)]
         return tuple(f.result() for f in futures)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # after a fatal error, queued calls never start

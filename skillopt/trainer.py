@@ -8,6 +8,7 @@ store records them, and the state in each completing event is what `resume` rest
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -264,7 +265,7 @@ class Trainer:
                                   skill_sha=sha(candidate), trajectories=tuple(trajs), cached=tuple(hits)))
         if trajs and all(t.error for t in trajs):
             raise ModelError(f"all gate rollouts of {self.models.target.model} failed ({trajs[0].error})")
-        return GateResult(pg.decision(), tuple(flipped))
+        return GateResult(whole_split_scores(pg.decision(), values, trajs, self.value), tuple(flipped))
 
     @contextmanager
     def speculate(self, step: int, incumbent: str):
@@ -366,6 +367,24 @@ class Trainer:
             self.emit(ev.TestEvaluated(run_id=self.run_id, which=which, skill_sha=sha(skill),
                                        score=self.value(batch), hard=batch.mean("hard"), soft=batch.mean("soft"),
                                        n_items=len(batch.trajectories), state=state))
+
+
+def whole_split_scores(d: gate.GateDecision, incumbent: dict[str, float], trajs, value) -> gate.GateDecision:
+    """Restate a paired decision's scores over the whole selection split.
+
+    PairedGate scores the items it evaluated; after an early stop that subset is the
+    incumbent's weakest items (evaluated first), so its means are not comparable with the
+    incumbent's or the best skill's whole-split scores, and `best` would lag behind the
+    accepted skills. The incumbent's score is its whole-split mean (it is scored on every
+    item); the candidate's is that plus the observed gains over the whole split, items not
+    evaluated counting as unchanged. A full evaluation gives the plain means.
+    """
+    n = len(incumbent)
+    if not n:
+        return d
+    current = math.fsum(incumbent.values()) / n
+    gain = math.fsum(value(t) - incumbent[t.item_id] for t in trajs) / n
+    return dataclasses.replace(d, current_score=current, candidate_score=current + gain, margin=gain)
 
 
 def fit(task, config: RunConfig, models: Models, hooks: Hooks, *, run_id: str,

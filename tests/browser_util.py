@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from skillopt.store import LIVE_STATUSES as LIVE
+
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"  # git-ignored; CI keeps it
 README_SHOTS = ROOT / "data" / "screenshots"  # the README's images; written only when asked (see shot())
@@ -33,7 +35,6 @@ LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking
 VIEWPORT = {"width": 1400, "height": 1000}
 SERVER_START_S = 90  # a cold start on 2 busy cores imports pandas, plotly and litellm
 PAGE_S = 60_000  # ms: the longest any single UI condition may take (first render of a page, a run's step)
-LIVE = ("pending", "running", "waiting_approval", "stopping")
 
 
 def require_browser() -> None:

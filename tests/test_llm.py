@@ -94,7 +94,7 @@ def test_rate_limit_honours_retry_after_then_succeeds(slept):
     assert slept == [7.0]
     assert len(script.calls) == 2
     (record,) = sink.records
-    assert record.attempts == 2 and record.error == "" and not record.cached
+    assert record.attempts == 2 and record.error == "retried: rate_limit: slow down" and not record.cached
 
 
 def test_retry_after_is_capped(slept):

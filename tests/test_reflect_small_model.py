@@ -73,3 +73,26 @@ def test_failure_prompt_shows_clue_words_a_draft_rule_and_a_contrasting_success(
     assert "Draft rule" in user and "answer freight, not air." in user
     assert 'Contrast: this task rightly got "air": ' in user and "Urgent" in user
     assert "Route this order." not in user.split("CASES (", 1)[1]  # the template line is shown once, above
+
+
+def _repeat(name, messages, settings, response_format):
+    return ('{"summary": "s", "edits": [{"op": "add", "section": "", "line": 0, "rationale": "",'
+            ' "content": "- If an order mentions  hazardous goods, answer air."},'
+            ' {"op": "add", "section": "", "line": 0, "rationale": "",'
+            ' "content": "- If an order mentions hazardous goods, answer freight."}]}'), 10, 5
+
+
+register_provider("h10repeat", _repeat)
+
+
+def test_an_edit_the_gate_rejected_is_dropped_when_proposed_again():
+    from skillopt.patch import Edit
+    from skillopt.reflect import RejectedEdit
+
+    bad = Edit(op="add", content="- If an order mentions hazardous goods, answer air.", source="failure")
+    buffer = StepBuffer(rejected=(RejectedEdit(1, bad, 0.6, 0.5, "gate"),))
+    config = RunConfig(target_model="sim/target", optimizer_model="sim/optimizer", failure_only=True)
+    (result,) = reflect(LLM("h10repeat/x", "optimizer", GenSettings(max_retries=0)), SKILL, STEP, budget=2,
+                        buffer=buffer, meta_skill="", config=config, step=2, seed=3)
+    assert [e.content for e in result.edits] == ["- If an order mentions hazardous goods, answer freight."]
+    assert any("repeats a rejected edit" in d for d in result.dropped)

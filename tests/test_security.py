@@ -20,10 +20,11 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from browser_util import start_dashboard, stop_process
-from conftest import run_sim
-from skillopt import export, sim
+from conftest import sim_config
+from skillopt import export, runner, sim
 from skillopt.llm import extract_json, register_provider
 from skillopt.reader import Reader
+from skillopt.store import Store
 from skillopt.task import validate_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -255,15 +256,11 @@ def hostile(name, messages, settings, response_format):
 def hostile_run(tmp_path_factory):
     register_provider("hostile", hostile)
     db = tmp_path_factory.mktemp("xss") / "x.db"
-    from skillopt import runner
-    from skillopt.store import Store
-    from conftest import sim_config
-
     seed = ("# Order routing\n\nReply with the route only.\n\n" + PAYLOADS[0] + "\n\n- Bold <b>claims</b> and "
             + PAYLOADS[1] + "\n")
     store = Store(db)
     try:
-        run_id, status = runner.start(store, "sim-rulebook", sim_config(
+        run_id, _ = runner.start(store, "sim-rulebook", sim_config(
             *SMALL, "target_model=hostile/target", "optimizer_model=hostile/optimizer?faults=0"), seed_skill=seed)
     finally:
         store.close()
