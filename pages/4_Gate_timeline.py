@@ -106,10 +106,14 @@ def timeline() -> None:
     per_epoch = {}
     for s in steps:
         per_epoch.setdefault(s["epoch"], s["step"])
-    for epoch, first in per_epoch.items():
-        if first > 1:
-            fig.add_vline(x=first - 0.5, line_dash="dot", line_color="rgba(128,128,128,.5)",
-                          annotation_text=f"epoch {epoch}", annotation_position="top left")
+    # One layout update with every epoch line: fig.add_vline re-validates the whole figure on
+    # each call, which took seconds on runs with hundreds of epochs' worth of steps.
+    starts = [(epoch, first) for epoch, first in per_epoch.items() if first > 1]
+    fig.update_layout(
+        shapes=[{"type": "line", "xref": "x", "yref": "paper", "x0": first - 0.5, "x1": first - 0.5, "y0": 0,
+                 "y1": 1, "line": {"dash": "dot", "color": "rgba(128,128,128,.5)"}} for _, first in starts],
+        annotations=[{"xref": "x", "yref": "paper", "x": first - 0.5, "y": 1, "text": f"epoch {epoch}",
+                      "showarrow": False, "xanchor": "right", "yanchor": "bottom"} for epoch, first in starts])
     fig.update_layout(height=380, margin={"l": 10, "r": 10, "t": 30, "b": 10}, xaxis_title="step",
                       yaxis_title=f"selection score ({config.get('gate_metric', 'hard')})",
                       legend={"orientation": "h", "y": -0.2}, hovermode="closest")

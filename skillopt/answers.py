@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import functools
 import unicodedata
 from typing import Any
 
@@ -38,6 +39,7 @@ def tail(text: str, limit: int = 100) -> str:
     return json.dumps(text if len(text) <= limit else "…" + text[-(limit - 1):], ensure_ascii=False)
 
 
+@functools.lru_cache(maxsize=4096)  # labels are normalised once per item otherwise: a hot path
 def normalize_text(text: str) -> str:
     """Case-, spacing- and punctuation-insensitive form (Unicode-aware)."""
     text = unicodedata.normalize("NFKC", str(text)).casefold()
