@@ -56,7 +56,8 @@ def approval_run(tmp_path, monkeypatch):
     db = tmp_path / "approval.db"
     monkeypatch.setenv("SKILLOPT_DB", str(db))
     config = load_config(None, ["target_model=sim/target", "optimizer_model=sim/optimizer", "num_epochs=1",
-                                "max_steps_per_epoch=2", "approval_mode=true", "approval_poll_s=0.02"])
+                                "max_steps_per_epoch=2", "approval_mode=true", "approval_poll_s=0.02",
+                                "lr_scheduler=constant", "learning_rate=6"])
     outcome: list = []
 
     def train():

@@ -135,3 +135,19 @@ def test_paired_gate_run_completes_and_saves_calls(tmp_path):
     assert gates and all(g["mode"] == "paired" for g in gates)
     assert any(g["early_stop"] for g in gates)
     assert rp.usage(paired)["target_calls"] < rs.usage(strict)["target_calls"]
+
+
+def test_whole_split_scores_restates_an_early_stopped_paired_decision():
+    from skillopt.gate import GateDecision
+    from skillopt.task import Evaluation, Trajectory
+    from skillopt.trainer import whole_split_scores
+
+    incumbent = {"a": 0.0, "b": 1.0, "c": 1.0, "d": 0.0}
+    seen = [Trajectory("a", "", "", "", Evaluation(1.0, 1.0, "")), Trajectory("d", "", "", "", Evaluation(0.0, 0.0, ""))]
+    early = GateDecision(accept=False, current_score=0.0, candidate_score=0.5, margin=0.5, p_value=0.5, n_items=4,
+                         n_evaluated=2, wins=1, losses=0, early_stop=True, reason="early")
+    d = whole_split_scores(early, incumbent, seen, lambda t: t.evaluation.hard)
+    assert d.current_score == 0.5  # the incumbent's whole-split mean, not its mean on the 2 items seen
+    assert d.candidate_score == 0.75 and d.margin == 0.25  # one win over 4 items; unseen items unchanged
+    assert (d.accept, d.n_evaluated, d.early_stop) == (False, 2, True)  # the decision itself is untouched
+    assert whole_split_scores(early, {}, seen, lambda t: 1.0) is early
