@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
-from . import gate, reflect, schedules, slow, transforms
+from . import advisor, gate, reflect, schedules, slow, transforms
 from . import events as ev
 from .config import RunConfig
 from .errors import BudgetExhausted, ModelError, StopRequested
@@ -151,12 +151,12 @@ class Trainer:
         # 3. aggregate + 4. select
         self.stage(step, "aggregate")
         proposals = [transforms.Proposal(edit=e, minibatch=m.index) for m in minibatches for e in m.edits]
-        merge = reflect.llm_merge(self.models.optimizer, step) if c.merge_mode == "llm" else None
+        merge = advisor.llm_merge(self.models.optimizer, step) if c.merge_mode == "llm" else None
         pool = transforms.prepare(proposals, dedupe_threshold=c.dedupe_threshold, merge=merge)
         budget = scheduled
         if c.lr_scheduler == "autonomous":
             self.stage(step, "select", "asking the optimizer for the edit budget")
-            answer = reflect.choose_budget(self.models.optimizer, state.skill, [x.edit for x in pool if x.live],
+            answer = advisor.choose_budget(self.models.optimizer, state.skill, [x.edit for x in pool if x.live],
                                            lr=c.learning_rate, min_lr=c.min_learning_rate, step=step)
             budget = schedules.clamp_autonomous(answer, scheduled, c.learning_rate, c.min_learning_rate,
                                                 transforms.pool_size(pool))

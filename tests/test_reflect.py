@@ -12,9 +12,9 @@ from skillopt.config import RunConfig
 from skillopt.errors import BudgetExhausted, ModelError
 from skillopt.llm import LLM, GenSettings, Meter, ProviderError, register_provider
 from skillopt.patch import Edit, apply_edits
-from skillopt.reflect import (EXTRA_EDITS, MinibatchResult, RejectedEdit, StepBuffer, choose_budget,
-                              common_lines, format_case, llm_merge, llm_rank, make_minibatches, numbered, parse_edits,
-                              reflect, reflect_schema)
+from skillopt.advisor import choose_budget, llm_merge, llm_rank
+from skillopt.reflect import (EXTRA_EDITS, MinibatchResult, RejectedEdit, StepBuffer, common_lines, format_case,
+                              make_minibatches, numbered, parse_edits, reflect, reflect_schema)
 from skillopt.prompts import clip, prompt_messages, template
 from skillopt.task import Evaluation, Trajectory
 from skillopt.transforms import Candidate, Proposal, prepare
