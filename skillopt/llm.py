@@ -28,7 +28,10 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
 
-from .errors import BudgetExhausted, ModelError
+from .errors import ModelError
+from .jsonreply import extract_json  # noqa: F401  (public API, re-exported)
+from .limits import Meter, limiter  # noqa: F401  (public API, re-exported)
+from .redaction import _one_line, redact  # noqa: F401  (public API, re-exported)
 
 if TYPE_CHECKING:
     from .config import RunConfig
@@ -295,29 +298,6 @@ def _classify(litellm: Any, exc: Exception) -> ProviderError:
     return ProviderError("server", f"{type(exc).__name__}: {exc}")
 
 
-# --- secrets --------------------------------------------------------------------------------
-
-_SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
-_SECRET_PATTERNS = (re.compile(r"sk-[A-Za-z0-9_\-]{16,}"), re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._\-]{12,}"))
-MIN_SECRET_LEN = 6  # shorter values ("1", "true") would blank out ordinary text
-
-
-def redact(text: str, extra_env: tuple[str, ...] = ()) -> str:
-    """Replace the values of secret-looking env vars (and `extra_env` names) with ***."""
-    if not text:
-        return text
-    for name, value in os.environ.items():
-        if (name.upper().endswith(_SECRET_SUFFIXES) or name in extra_env) and len(value) >= MIN_SECRET_LEN:
-            text = text.replace(value, "***")
-    text = _SECRET_PATTERNS[0].sub("***", text)
-    return _SECRET_PATTERNS[1].sub(r"\1***", text)
-
-
-def _one_line(text: str, limit: int = 400) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
 # --- cache keys, budgets, concurrency -----------------------------------------------------
 
 def cache_key(model: str, messages: list[dict], settings: GenSettings, response_format: dict | None) -> str:
@@ -326,78 +306,6 @@ def cache_key(model: str, messages: list[dict], settings: GenSettings, response_
                "max_tokens": settings.max_tokens, "response_format": response_format}
     canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-class Meter:
-    """Run budget shared by all roles. Thread-safe; 0 means unlimited.
-
-    reserve() counts a call BEFORE it is made, so max_calls is never exceeded; cost is only
-    known afterwards, so max_cost_usd can be overshot by at most the calls in flight.
-    """
-
-    def __init__(self, max_calls: int = 0, max_cost_usd: float = 0.0):
-        self.max_calls = max_calls
-        self.max_cost_usd = max_cost_usd
-        self.calls = 0
-        self.cost_usd = 0.0
-        self._lock = threading.Lock()
-
-    def reserve(self) -> None:
-        with self._lock:
-            if self.max_calls and self.calls >= self.max_calls:
-                raise BudgetExhausted(f"max_calls reached ({self.calls} of {self.max_calls})")
-            if self.max_cost_usd and self.cost_usd >= self.max_cost_usd:
-                raise BudgetExhausted(f"max_cost_usd reached (${self.cost_usd:.4f} of ${self.max_cost_usd:.4f})")
-            self.calls += 1
-
-    def charge(self, cost: float) -> None:
-        with self._lock:
-            self.cost_usd += cost
-
-
-_LIMITERS: dict[str, tuple[int, threading.BoundedSemaphore]] = {}
-_LIMITERS_LOCK = threading.Lock()
-
-
-def limiter(model: str, limit: int) -> threading.BoundedSemaphore:
-    """The process-wide in-flight limit of `model`, shared by every LLM of that model string.
-
-    Asking again with a different limit installs a new semaphore (the latest configuration
-    wins); LLM objects built before keep the one they got.
-    """
-    if limit < 1:
-        raise ValueError(f"concurrency limit must be at least 1, got {limit}")
-    with _LIMITERS_LOCK:
-        current = _LIMITERS.get(model)
-        if current is None or current[0] != limit:
-            current = (limit, threading.BoundedSemaphore(limit))
-            _LIMITERS[model] = current
-        return current[1]
-
-
-# --- JSON -----------------------------------------------------------------------------------
-
-_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
-
-
-def extract_json(text: str) -> object:
-    """The first JSON object in `text`, tolerating code fences and prose around it."""
-    if not text or not text.strip():
-        raise ValueError("empty reply, expected a JSON object")
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    decoder = json.JSONDecoder()
-    first_error = ""
-    for candidate in candidates:
-        start = candidate.find("{")
-        while start != -1:
-            try:
-                value, _ = decoder.raw_decode(candidate, start)
-                if isinstance(value, dict):
-                    return value
-            except json.JSONDecodeError as exc:
-                first_error = first_error or f"malformed JSON ({exc.msg} at char {exc.pos})"
-            start = candidate.find("{", start + 1)
-    raise ValueError(first_error or "no JSON object found in the reply")
 
 
 def _schema_format(schema: dict) -> dict:
