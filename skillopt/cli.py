@@ -8,7 +8,6 @@ import argparse
 import json
 import signal
 import sys
-import time
 from pathlib import Path
 
 from . import events as ev

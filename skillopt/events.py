@@ -14,7 +14,6 @@ from .gate import GateDecision
 from .patch import Edit
 from .reflect import MinibatchResult, RejectedEdit
 from .task import Trajectory
-from .transforms import Candidate
 
 STAGES = ("rollout", "reflect", "aggregate", "select", "approval", "gate", "slow_update", "meta", "test", "done")
 

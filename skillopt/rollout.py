@@ -139,11 +139,10 @@ class Evaluator:
         def complete(messages: list[dict]):
             return self.target.complete(messages, stage=stage, step=step)
 
-        judge = None
-        if self.judge is not None:
-            def judge(messages: list[dict]):
-                return self.judge.complete(messages, stage="judge", step=step)
-        traj = self.task.rollout(item, skill, complete, judge=judge)
+        def judge(messages: list[dict]):
+            return self.judge.complete(messages, stage="judge", step=step)
+
+        traj = self.task.rollout(item, skill, complete, judge=judge if self.judge is not None else None)
         if self.cache is not None and not traj.error:
             self.cache.eval_put(self.key(skill_sha, item), traj)
         return traj

@@ -1,7 +1,6 @@
 """Shared fixtures: a store filled by a REAL simulated run (not hand-written rows)."""
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -50,3 +49,17 @@ def sim_db_env(sim_run, monkeypatch):
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: loads the real embedded local model (CI runs these too)")
     config.addinivalue_line("markers", "browser: drives Debian's chromium through Playwright")
+
+
+@pytest.fixture(autouse=True)
+def fresh_streamlit_caches():
+    """The dashboard's caches live per process and tests point SKILLOPT_DB at different
+    databases: clear them around every test that has loaded streamlit."""
+    def clear():
+        st = sys.modules.get("streamlit")
+        if st is not None:
+            st.cache_data.clear()
+            st.cache_resource.clear()
+    clear()
+    yield
+    clear()

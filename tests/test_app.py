@@ -15,16 +15,6 @@ from skillopt.reader import Reader
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
 
-@pytest.fixture(autouse=True)
-def fresh_caches():
-    # The page caches are per process; each test points SKILLOPT_DB somewhere else.
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    yield
-    st.cache_data.clear()
-    st.cache_resource.clear()
-
-
 def home() -> AppTest:
     at = AppTest.from_file(APP, default_timeout=60)
     at.run()

@@ -14,8 +14,6 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from skillopt.reader import Reader
@@ -101,15 +99,6 @@ class ReaderLoop:
             cached("run", run["id"]), cached("steps", run["id"]), cached("usage", run["id"])
         cached("runs"), cached("waiting_runs"), cached("live_pids")
         self.reads += 1
-
-
-@pytest.fixture(autouse=True)
-def fresh_caches():
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    yield
-    st.cache_data.clear()
-    st.cache_resource.clear()
 
 
 def test_dashboard_reads_while_two_runs_write(tmp_path, monkeypatch):

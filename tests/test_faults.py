@@ -16,7 +16,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from conftest import run_sim
@@ -174,15 +173,6 @@ def slept(monkeypatch):
     waits: list[float] = []
     monkeypatch.setattr(llm, "_sleep", waits.append)
     return waits
-
-
-@pytest.fixture(autouse=True)
-def fresh_caches():
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    yield
-    st.cache_data.clear()
-    st.cache_resource.clear()
 
 
 # ---- faults through litellm -----------------------------------------------------------------------

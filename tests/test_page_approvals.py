@@ -21,15 +21,6 @@ RUN_ID = "approval-run"
 EDITED = "- HUMAN EDIT: orders to a PO box always go by post."
 
 
-@pytest.fixture(autouse=True)
-def fresh_caches():
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    yield
-    st.cache_data.clear()
-    st.cache_resource.clear()
-
-
 def page(run_id: str) -> AppTest:
     st.cache_data.clear()
     at = AppTest.from_file(APP, default_timeout=60)

@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from conftest import run_sim
@@ -24,15 +23,6 @@ def two_runs(tmp_path_factory):
     a = run_sim(db, "num_epochs=1", name="one epoch")
     b = run_sim(db, "num_epochs=2", "lr_scheduler=constant", name="two epochs")
     return db, a, b
-
-
-@pytest.fixture(autouse=True)
-def fresh_caches():
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    yield
-    st.cache_data.clear()
-    st.cache_resource.clear()
 
 
 def page(runs: str | None) -> AppTest:

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from skillopt import export, launcher, schedules
@@ -21,15 +20,6 @@ from skillopt.ui import monitor as mon
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGE = "pages/2_Monitor.py"
-
-
-@pytest.fixture(autouse=True)
-def fresh_caches():
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    yield
-    st.cache_data.clear()
-    st.cache_resource.clear()
 
 
 def page(run_id: str) -> AppTest:

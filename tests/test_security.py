@@ -16,7 +16,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from browser_util import start_dashboard, stop_process
@@ -35,15 +34,6 @@ SMALL = ("num_epochs=2", "max_steps_per_epoch=2", "batch_size=16", "slow_update_
 OPENAI_KEY = "sk-planted-" + secrets.token_hex(16)  # matches the sk- pattern
 CREDENTIAL = "cred-planted-" + secrets.token_hex(16)  # only known as the value of the configured api_key_env
 CREDENTIAL_ENV = "SKILLOPT_TEST_CREDENTIAL"  # no secret-looking suffix: redacted because it is api_key_env
-
-
-@pytest.fixture(autouse=True)
-def fresh_caches():
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    yield
-    st.cache_data.clear()
-    st.cache_resource.clear()
 
 
 def page_text(at: AppTest) -> str:

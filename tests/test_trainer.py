@@ -3,10 +3,8 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from conftest import run_sim, sim_config
-from skillopt import events as ev
 from skillopt.llm import LLM, Meter, build_models
 from skillopt.reader import Reader
 from skillopt.store import Store
