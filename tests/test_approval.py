@@ -10,12 +10,17 @@ from skillopt.reader import Reader
 from skillopt.store import Store
 
 
+def start_approval_run(db) -> threading.Thread:
+    """A one-step simulated run in approval mode, training in a thread (it polls the store)."""
+    worker = threading.Thread(target=run_sim, args=(db, "num_epochs=1", "max_steps_per_epoch=1", "approval_mode=true",
+                                                    "approval_poll_s=0.05", "lr_scheduler=constant", "learning_rate=6"))
+    worker.start()
+    return worker
+
+
 def test_candidate_holds_exactly_the_approved_edits(tmp_path):
     db = tmp_path / "a.db"
-    result = {}
-    worker = threading.Thread(target=lambda: result.setdefault("id", run_sim(
-        db, "num_epochs=1", "max_steps_per_epoch=1", "approval_mode=true", "approval_poll_s=0.05", "lr_scheduler=constant", "learning_rate=6")))
-    worker.start()
+    worker = start_approval_run(db)
     deadline = time.time() + 60
     pending = []
     while time.time() < deadline and not pending:
@@ -53,10 +58,7 @@ def test_candidate_holds_exactly_the_approved_edits(tmp_path):
 
 def test_stop_while_waiting_for_approval(tmp_path):
     db = tmp_path / "s.db"
-    result = {}
-    worker = threading.Thread(target=lambda: result.setdefault("id", run_sim(
-        db, "num_epochs=1", "max_steps_per_epoch=1", "approval_mode=true", "approval_poll_s=0.05", "lr_scheduler=constant", "learning_rate=6")))
-    worker.start()
+    worker = start_approval_run(db)
     deadline = time.time() + 60
     while time.time() < deadline:
         time.sleep(0.05)
