@@ -69,7 +69,7 @@ def cmd_tasks(args) -> int:
 def cmd_validate_task(args) -> int:
     from .task import validate_task
 
-    problems = validate_task(args.path) or _seed_skill_problems(args.path)
+    problems = validate_task(args.path)
     for p in problems:
         print(p)
     if problems:
@@ -77,20 +77,6 @@ def cmd_validate_task(args) -> int:
         return 1
     print(f"{args.path}: ok")
     return 0
-
-
-def _seed_skill_problems(path: str) -> list[str]:
-    """The checks `train` makes on a task's own seed skill (protected markers and the like)."""
-    from .errors import SkillError
-    from .skill import validate
-    from .task import load_task
-
-    task = load_task(path)
-    try:
-        validate(task.seed_skill, origin=f"{task.path} (seed skill)")
-    except SkillError as exc:
-        return [str(exc)]
-    return []
 
 
 def _config(args):

@@ -61,8 +61,6 @@ def prepare(task_ref: str, config: RunConfig, seed_skill: str | None = None):
     if seed_skill is not None:
         validate_skill(seed_skill, origin="seed skill")
         task = task.with_seed_skill(seed_skill)
-    else:  # the task's own seed skill gets the same checks (e.g. an unclosed protected block)
-        validate_skill(task.seed_skill, origin=f"{task.path} (seed skill)")
     Plan.make(task, config)  # empty splits and the like fail here, before anything is stored
     return task
 

@@ -335,6 +335,12 @@ def build_task(folder: Path, problems: Problems) -> Task | None:
                             "attributes (name, description, path, seed_skill, evaluator_version, with_seed_skill, split, items, "
                             "messages, render, evaluate, rollout)")
         return None
+    if wrapped.seed_skill != task.seed_skill:  # a plug-in's own seed skill gets the same checks
+        try:
+            validate_skill(wrapped.seed_skill, f"{where} (plugin seed skill)")
+        except SkillError as exc:
+            problems.add_line(str(exc))
+            return None
     return wrapped
 
 
