@@ -12,7 +12,8 @@ from skillopt.ui.common import setup
 
 setup("Home")
 
-from skillopt import launcher, llm  # noqa: E402  (after set_page_config, which must come first)
+from skillopt import launcher  # noqa: E402  (after set_page_config, which must come first)
+from skillopt.models import llm  # noqa: E402
 from skillopt.ui import monitor as mon  # noqa: E402
 from skillopt.ui.common import cached, db  # noqa: E402
 

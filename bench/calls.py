@@ -63,8 +63,8 @@ def measure(db: Path, overrides: tuple[str, ...], seed: int) -> dict:
     """Train once into `db`; return the run's calls, tokens and test scores."""
     from skillopt import runner
     from skillopt.config import load_config
-    from skillopt.reader import Reader
-    from skillopt.store import Store
+    from skillopt.store.reader import Reader
+    from skillopt.store.writer import Store
 
     store = Store(db)
     try:

@@ -31,12 +31,12 @@ from skillopt import events as ev  # noqa: E402
 from skillopt import gate  # noqa: E402
 from skillopt.config import load_config  # noqa: E402
 from skillopt.events import EditOutcome  # noqa: E402
-from skillopt.llm import CallRecord  # noqa: E402
+from skillopt.models.llm import CallRecord  # noqa: E402
 from skillopt.patch import Edit  # noqa: E402
 from skillopt.reflect import MinibatchResult, RejectedEdit  # noqa: E402
 from skillopt.skill import sha  # noqa: E402
-from skillopt.store import Store  # noqa: E402
-from skillopt.task import Evaluation, Item, Trajectory  # noqa: E402
+from skillopt.store.writer import Store  # noqa: E402
+from skillopt.tasks.task import Evaluation, Item, Trajectory  # noqa: E402
 
 PAGES = {"Monitor": "pages/2_Monitor.py", "Skill evolution": "pages/3_Skill_evolution.py",
          "Gate timeline": "pages/4_Gate_timeline.py", "Rollouts": "pages/7_Rollouts.py"}

@@ -35,8 +35,8 @@ import killer  # noqa: E402
 import test_bad_input as bad  # noqa: E402
 import test_crash as crash  # noqa: E402
 import test_faults as faults  # noqa: E402
-from skillopt import llm  # noqa: E402
-from skillopt.reader import Reader  # noqa: E402
+from skillopt.models import llm  # noqa: E402
+from skillopt.store.reader import Reader  # noqa: E402
 
 
 def kill_sweep(tmp: Path) -> tuple[int, int]:

@@ -25,9 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from skillopt import local  # noqa: E402
-from skillopt.llm import LLM, GenSettings  # noqa: E402
-from skillopt.task import load_task  # noqa: E402
+from skillopt.models import local  # noqa: E402
+from skillopt.models.llm import LLM, GenSettings  # noqa: E402
+from skillopt.tasks.task import load_task  # noqa: E402
 
 MODEL = "local/qwen2.5-coder-1.5b"
 

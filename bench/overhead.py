@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from calls import BEST  # noqa: E402  (bench/ is the script's folder, first on sys.path)
 from skillopt import runner  # noqa: E402
 from skillopt.config import load_config  # noqa: E402
-from skillopt.llm import LLM, GenSettings, register_provider  # noqa: E402
-from skillopt.store import Store  # noqa: E402
+from skillopt.models.llm import LLM, GenSettings, register_provider  # noqa: E402
+from skillopt.store.writer import Store  # noqa: E402
 
 TASK = "sim-rulebook"
 SIM = ("target_model=sim/target", "optimizer_model=sim/optimizer")

@@ -14,11 +14,12 @@ from skillopt.ui.common import setup
 
 setup("New run", icon="➕")
 
-from skillopt import csvimport, launcher  # noqa: E402
+from skillopt.tasks import csvimport  # noqa: E402
+from skillopt import launcher  # noqa: E402
 from skillopt.config import field_help  # noqa: E402
 from skillopt.errors import UserError  # noqa: E402
 from skillopt.runner import new_run_id  # noqa: E402
-from skillopt.task import BUILTIN_DIR, list_tasks, load_task  # noqa: E402
+from skillopt.tasks.task import BUILTIN_DIR, list_tasks, load_task  # noqa: E402
 from skillopt.ui import forms  # noqa: E402
 from skillopt.ui.common import db, show_markdown, show_text  # noqa: E402
 

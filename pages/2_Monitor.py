@@ -12,7 +12,7 @@ from skillopt.ui.common import setup
 setup("Monitor", icon=":material/monitoring:")
 
 from skillopt import launcher  # noqa: E402
-from skillopt.store import LIVE_STATUSES  # noqa: E402
+from skillopt.store.writer import LIVE_STATUSES  # noqa: E402
 from skillopt.ui import monitor as mon  # noqa: E402
 from skillopt.ui.common import cached, db, pick_run, reader, show_text, simulated_banner  # noqa: E402
 

@@ -14,7 +14,7 @@ from skillopt.ui.common import setup
 
 setup("Approvals", icon=":material/front_hand:")
 
-from skillopt.store import LIVE_STATUSES, Store  # noqa: E402
+from skillopt.store.writer import LIVE_STATUSES, Store  # noqa: E402
 from skillopt.ui import monitor as mon  # noqa: E402
 from skillopt.ui.common import db, pick_run, reader, show_text, simulated_banner  # noqa: E402
 

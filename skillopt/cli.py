@@ -53,13 +53,13 @@ class Progress:
 
 
 def _store(args):
-    from .store import Store
+    from .store.writer import Store
 
     return Store(args.db)
 
 
 def cmd_tasks(args) -> int:
-    from .task import list_tasks
+    from .tasks.task import list_tasks
 
     for t in list_tasks():
         print(f"{t.name:<22} {t.description}  [{t.path}]")
@@ -67,7 +67,7 @@ def cmd_tasks(args) -> int:
 
 
 def cmd_validate_task(args) -> int:
-    from .task import validate_task
+    from .tasks.task import validate_task
 
     problems = validate_task(args.path)
     for p in problems:
@@ -121,11 +121,11 @@ def cmd_stop(args) -> int:
 
 def cmd_eval(args) -> int:
     from .config import load_config
-    from .llm import Meter, build_models
+    from .models.llm import Meter, build_models
     from .plan import Plan
     from .rollout import Evaluator
     from .skill import validate
-    from .task import load_task
+    from .tasks.task import load_task
 
     config = load_config(args.config, args.set or [])
     task = load_task(args.task)
@@ -144,7 +144,7 @@ def cmd_eval(args) -> int:
 
 
 def cmd_runs(args) -> int:
-    from .reader import Reader
+    from .store.reader import Reader
 
     rows = Reader(args.db).runs()
     print(f"{'id':<24} {'status':<17} {'task':<20} {'step':>9} {'best':>6} {'seed→best test':>15}")
@@ -158,8 +158,8 @@ def cmd_runs(args) -> int:
 
 
 def cmd_show(args) -> int:
-    from .export import run_document
-    from .reader import Reader
+    from .store.export import run_document
+    from .store.reader import Reader
 
     doc = run_document(Reader(args.db), args.run_id)
     if args.json:
@@ -178,8 +178,8 @@ def cmd_show(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from .export import export_run
-    from .reader import Reader
+    from .store.export import export_run
+    from .store.reader import Reader
 
     for path in export_run(Reader(args.db), args.run_id, args.out):
         print(path)

@@ -13,7 +13,7 @@ from typing import Any, Protocol, Sequence
 from .gate import GateDecision
 from .patch import Edit
 from .reflect import MinibatchResult, RejectedEdit
-from .task import Trajectory
+from .tasks.task import Trajectory
 
 STAGES = ("rollout", "reflect", "aggregate", "select", "approval", "gate", "slow_update", "meta", "test", "done")
 

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from .runner import new_run_id
-from .store import Store, db_path
+from .store.writer import Store, db_path
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -12,7 +12,7 @@ from typing import Sequence
 
 from .config import RunConfig
 from .errors import TaskError
-from .task import Item
+from .tasks.task import Item
 
 
 def _cap(items: Sequence[Item], size: int, seed: int) -> tuple[Item, ...]:

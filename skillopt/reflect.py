@@ -24,7 +24,7 @@ from .patch import OPS, Edit
 from .prompts import clip, prompt_messages
 from .skill import lines as skill_lines
 from .skill import sections as skill_sections
-from .task import Trajectory
+from .tasks.task import Trajectory
 
 CONTENT_CHARS = 600  # longest edit text accepted: rules are sentences, not essays
 SUMMARY_CHARS = 300

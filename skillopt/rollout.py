@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
 from . import events as ev
-from .llm import LLM
+from .models.llm import LLM
 from .skill import sha
-from .task import Evaluation, Item, Trajectory
+from .tasks.task import Evaluation, Item, Trajectory
 
 
 class EvalCache(Protocol):

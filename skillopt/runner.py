@@ -15,11 +15,11 @@ from typing import Callable
 from . import events as ev
 from .config import RunConfig, load_mapping
 from .errors import UserError
-from .llm import Meter, build_models
+from .models.llm import Meter, build_models
 from .plan import Plan
 from .skill import validate as validate_skill
-from .store import LIVE_STATUSES, Store
-from .task import load_task
+from .store.writer import LIVE_STATUSES, Store
+from .tasks.task import load_task
 from .trainer import Decision, Hooks, fit
 
 

@@ -16,7 +16,7 @@ from .patch import Edit
 from .prompts import clip, prompt_messages
 from .reflect import RejectedEdit, describe_edit, format_case
 from .skill import MARKERS, guidance, with_guidance
-from .task import Trajectory
+from .tasks.task import Trajectory
 
 MAX_BULLETS = 6
 MAX_NOTES = 8

@@ -19,7 +19,7 @@ from . import advisor, gate, reflect, schedules, slow, transforms
 from . import events as ev
 from .config import RunConfig
 from .errors import BudgetExhausted, ModelError, StopRequested
-from .llm import Models
+from .models.llm import Models
 from .patch import Edit, apply_edits
 from .plan import Plan
 from .rollout import Batch, EvalCache, Evaluator

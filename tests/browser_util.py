@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from skillopt.store import LIVE_STATUSES as LIVE
+from skillopt.store.writer import LIVE_STATUSES as LIVE
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"  # git-ignored; CI keeps it

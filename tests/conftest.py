@@ -21,7 +21,7 @@ def sim_config(*overrides: str):
 def run_sim(db: Path, *overrides: str, task: str = "sim-rulebook", name: str = "") -> str:
     """Train on the simulated world into `db`; returns the run id."""
     from skillopt import runner
-    from skillopt.store import Store
+    from skillopt.store.writer import Store
 
     store = Store(db)
     try:

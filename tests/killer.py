@@ -99,8 +99,9 @@ class KillPlan:
 
 def install(plan: KillPlan) -> None:
     """Patch the model layer, the store and the runner so `plan` sees every countable moment."""
-    from skillopt import llm, runner
-    from skillopt.store import Store
+    from skillopt.models import llm
+    from skillopt import runner
+    from skillopt.store.writer import Store
 
     complete = llm.LLM._complete
 
@@ -147,7 +148,7 @@ def main() -> None:
     install(KillPlan(kill_at))
     from skillopt import runner
     from skillopt.config import load_config
-    from skillopt.store import Store
+    from skillopt.store.writer import Store
 
     store = Store(db)
     if mode == "start":
@@ -168,7 +169,7 @@ def run_killer(db: Path, run_id: str, kill_at: str | int, mode: str, *overrides:
 
 def fingerprint(db: Path, run_id: str) -> dict:
     """Everything a resumed run must share with an uninterrupted one (timings and cache flags aside)."""
-    from skillopt.reader import Reader
+    from skillopt.store.reader import Reader
 
     r = Reader(db)
     try:

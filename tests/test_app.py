@@ -9,8 +9,9 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from skillopt import launcher, llm
-from skillopt.reader import Reader
+from skillopt import launcher
+from skillopt.models import llm
+from skillopt.store.reader import Reader
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 

@@ -6,8 +6,8 @@ import threading
 import time
 
 from conftest import run_sim
-from skillopt.reader import Reader
-from skillopt.store import Store
+from skillopt.store.reader import Reader
+from skillopt.store.writer import Store
 
 
 def start_approval_run(db) -> threading.Thread:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from skillopt import csvimport
+from skillopt.tasks import csvimport
 from skillopt.errors import UserError
 from skillopt.skill import MAX_CHARS
 from skillopt.ui import forms

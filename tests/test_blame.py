@@ -48,7 +48,7 @@ def test_unpinnable_lines_and_inconsistent_final_text():
 
 
 def test_blame_of_a_real_run(sim_run):
-    from skillopt.reader import Reader
+    from skillopt.store.reader import Reader
 
     db, run_id = sim_run
     r = Reader(db)

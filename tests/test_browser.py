@@ -23,7 +23,7 @@ from browser_util import (PAGE_S, VIEWPORT, Dashboard, assert_no_exception, laun
                           require_browser, settle, shot, start_dashboard, stop_process, stop_trainers)
 from skillopt import launcher
 from skillopt.errors import UserError
-from skillopt.reader import Reader
+from skillopt.store.reader import Reader
 
 pytestmark = pytest.mark.browser
 

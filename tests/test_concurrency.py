@@ -16,7 +16,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from skillopt.reader import Reader
+from skillopt.store.reader import Reader
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -27,7 +27,7 @@ import sys, time
 sys.path.insert(0, sys.argv[1])
 from skillopt import runner
 from skillopt.config import load_config
-from skillopt.store import Store
+from skillopt.store.writer import Store
 
 db, seconds, tag = sys.argv[2], float(sys.argv[3]), sys.argv[4]
 deadline, n = time.monotonic() + seconds, 0

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from killer import fingerprint, integrity, run_killer, survive
-from skillopt.store import Store
+from skillopt.store.writer import Store
 
 OVERRIDES = ("num_epochs=2", "max_steps_per_epoch=2", "batch_size=16", "slow_update_samples=8",
              "selection_size=20", "test_size=20")

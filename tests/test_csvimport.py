@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from skillopt import csvimport
-from skillopt.csvimport import import_csv, import_csv_bytes, preview_csv
+from skillopt.tasks import csvimport
+from skillopt.tasks.csvimport import import_csv, import_csv_bytes, preview_csv
 from skillopt.errors import TaskError
-from skillopt.task import SPLITS, load_task, validate_task
+from skillopt.tasks.task import SPLITS, load_task, validate_task
 
 MAPPING = {"subject": "Subject", "body": "Body"}
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from skillopt.errors import TaskError
-from skillopt.evaluators import (EVALUATORS, build_evaluator, clean_output, find_numbers, first_json_object,
+from skillopt.tasks.evaluators import (EVALUATORS, build_evaluator, clean_output, find_numbers, first_json_object,
                                  normalize_text)
-from skillopt.task import Evaluation, Item
+from skillopt.tasks.task import Evaluation, Item
 
 
 def item(expected, **inputs) -> Item:

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from skillopt.errors import UserError
-from skillopt.export import STEP_COLUMNS, export_run, run_document
-from skillopt.reader import Reader
+from skillopt.store.export import STEP_COLUMNS, export_run, run_document
+from skillopt.store.reader import Reader
 
 RUN_KEYS = {"id", "status", "task", "config"}
 STEP_KEYS = {"step", "epoch", "edit_budget", "train_hard", "train_soft", "selection_score", "candidate_score",

@@ -19,9 +19,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import run_sim
-from skillopt import export, llm, sim, sim_optimizer
-from skillopt.llm import ProviderError, extract_json, register_provider
-from skillopt.reader import Reader
+from skillopt.store import export
+from skillopt.models import llm, sim, sim_optimizer
+from skillopt.models.llm import ProviderError, extract_json, register_provider
+from skillopt.store.reader import Reader
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 SMALL = ("num_epochs=2", "max_steps_per_epoch=2", "batch_size=16", "slow_update_samples=8",

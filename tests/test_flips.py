@@ -32,7 +32,7 @@ def test_incumbent_follows_accepted_candidates():
 
 
 def test_matrix_of_a_real_run_matches_the_gate(sim_run):
-    from skillopt.reader import Reader
+    from skillopt.store.reader import Reader
 
     db, run_id = sim_run
     r = Reader(db)

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from skillopt import llm
+from skillopt.models import llm
 from skillopt.config import RunConfig
 from skillopt.errors import BudgetExhausted, ModelError
-from skillopt.llm import (LLM, CallRecord, GenSettings, Meter, ProviderError, build_models, cache_key,
+from skillopt.models.llm import (LLM, CallRecord, GenSettings, Meter, ProviderError, build_models, cache_key,
                           extract_json, limiter, preflight, redact, register_provider)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MSGS = [{"role": "system", "content": "You route tickets."}, {"role": "user", "content": "Refund 900 EUR"}]
 
 
@@ -432,7 +432,7 @@ def test_redact_names_and_patterns(monkeypatch):
 # --- wiring -------------------------------------------------------------------------------------
 
 def test_importing_the_model_layer_does_not_import_litellm():
-    code = ("import sys, skillopt.llm as l; l.register_provider('q', lambda *a: ('x', 1, 1)); "
+    code = ("import sys, skillopt.models.llm as l; l.register_provider('q', lambda *a: ('x', 1, 1)); "
             "l.LLM('q/m', 'target', l.GenSettings()).complete([{'role': 'user', 'content': 'hi'}], "
             "stage='rollout', step=0); print('litellm' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)

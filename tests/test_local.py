@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from skillopt import local
+from skillopt.models import local
 from skillopt.errors import ModelError
-from skillopt.llm import LLM, GenSettings
+from skillopt.models.llm import LLM, GenSettings
 
 # --- assembly and verification (tiny fake part sets) ------------------------------------------
 
@@ -125,7 +125,7 @@ def _require_qwen() -> None:
 @pytest.mark.slow
 def test_real_model_routes_a_ticket_through_litellm():
     _require_qwen()
-    from skillopt.task import load_task
+    from skillopt.tasks.task import load_task
 
     task = load_task("ticket-routing")
     item = next(i for i in task.split("test") if i.expected == "legal")

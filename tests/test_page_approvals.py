@@ -12,8 +12,8 @@ from streamlit.testing.v1 import AppTest
 
 from skillopt import runner
 from skillopt.config import load_config
-from skillopt.reader import Reader
-from skillopt.store import Store
+from skillopt.store.reader import Reader
+from skillopt.store.writer import Store
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGE = "pages/6_Approvals.py"

@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import run_sim
-from skillopt.reader import Reader
+from skillopt.store.reader import Reader
 from skillopt.ui import monitor as mon
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")

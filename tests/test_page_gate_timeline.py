@@ -9,7 +9,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from conftest import run_sim
-from skillopt.reader import Reader
+from skillopt.store.reader import Reader
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "4_Gate_timeline.py")
 

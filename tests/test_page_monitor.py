@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from skillopt import export, launcher, schedules
-from skillopt.reader import Reader
-from skillopt.store import Store
+from skillopt.store import export
+from skillopt import launcher, schedules
+from skillopt.store.reader import Reader
+from skillopt.store.writer import Store
 from skillopt.ui import monitor as mon
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")

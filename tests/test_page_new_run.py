@@ -14,8 +14,8 @@ from streamlit.testing.v1 import AppTest
 from skillopt import launcher
 from skillopt.config import FIELD_NAMES, RunConfig, field_help
 from skillopt.errors import TaskError
-from skillopt.reader import Reader
-from skillopt.task import load_task
+from skillopt.store.reader import Reader
+from skillopt.tasks.task import load_task
 from skillopt.ui import forms
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")

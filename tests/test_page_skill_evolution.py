@@ -10,7 +10,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from skillopt.reader import Reader
+from skillopt.store.reader import Reader
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "3_Skill_evolution.py")
 

@@ -11,7 +11,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from conftest import run_sim
-from skillopt.reader import Reader
+from skillopt.store.reader import Reader
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "5_Slow_updates.py")
 CLASSES = ("improved_json", "regressed_json", "persistent_json", "stable_json")

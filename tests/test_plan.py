@@ -6,7 +6,7 @@ import pytest
 from conftest import sim_config
 from skillopt.errors import TaskError
 from skillopt.plan import Plan
-from skillopt.task import Item
+from skillopt.tasks.task import Item
 
 
 class FakeTask:

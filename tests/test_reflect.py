@@ -7,16 +7,16 @@ from collections import Counter
 
 import pytest
 
-from skillopt import llm
+from skillopt.models import llm
 from skillopt.config import RunConfig
 from skillopt.errors import BudgetExhausted, ModelError
-from skillopt.llm import LLM, GenSettings, Meter, ProviderError, register_provider
+from skillopt.models.llm import LLM, GenSettings, Meter, ProviderError, register_provider
 from skillopt.patch import Edit, apply_edits
 from skillopt.advisor import choose_budget, llm_merge, llm_rank
 from skillopt.reflect import (EXTRA_EDITS, MinibatchResult, RejectedEdit, StepBuffer, common_lines, format_case,
                               make_minibatches, numbered, parse_edits, reflect, reflect_schema)
 from skillopt.prompts import clip, prompt_messages, template
-from skillopt.task import Evaluation, Trajectory
+from skillopt.tasks.task import Evaluation, Trajectory
 from skillopt.transforms import Candidate, Proposal, prepare
 
 SKILL = """# Routing

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from skillopt.config import RunConfig
-from skillopt.llm import LLM, GenSettings, register_provider
+from skillopt.models.llm import LLM, GenSettings, register_provider
 from skillopt.reflect import StepBuffer, clue_words, parse_edits, reflect
-from skillopt.task import Evaluation, Trajectory
+from skillopt.tasks.task import Evaluation, Trajectory
 
 SKILL = "# Routing\n\nRoute each order.\n\n## Queues\n\n- air: urgent parcels\n- freight: pallets\n"
 

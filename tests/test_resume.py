@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from skillopt.reader import Reader
+from skillopt.store.reader import Reader
 
 KILLER = Path(__file__).with_name("killer.py")
 OVERRIDES = ("num_epochs=2", "max_steps_per_epoch=2", "slow_update_samples=10")

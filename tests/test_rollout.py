@@ -13,11 +13,11 @@ import threading
 import pytest
 
 from conftest import run_sim
-from skillopt.llm import LLM, GenSettings, ProviderError, register_provider
-from skillopt.reader import Reader
+from skillopt.models.llm import LLM, GenSettings, ProviderError, register_provider
+from skillopt.store.reader import Reader
 from skillopt.rollout import Batch, Evaluator, item_hash
 from skillopt.skill import sha
-from skillopt.task import Item, load_task
+from skillopt.tasks.task import Item, load_task
 
 PREFIX = "rollouttest"  # a provider of this file only: counts calls, answers by a rule
 SKILL = "# Routing\n\n- Order codes starting with Z: route freight.\n"

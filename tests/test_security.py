@@ -20,11 +20,13 @@ from streamlit.testing.v1 import AppTest
 
 from browser_util import start_dashboard, stop_process
 from conftest import sim_config
-from skillopt import export, runner, sim
-from skillopt.llm import extract_json, register_provider
-from skillopt.reader import Reader
-from skillopt.store import Store
-from skillopt.task import validate_task
+from skillopt.store import export
+from skillopt import runner
+from skillopt.models import sim
+from skillopt.models.llm import extract_json, register_provider
+from skillopt.store.reader import Reader
+from skillopt.store.writer import Store
+from skillopt.tasks.task import validate_task
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -67,8 +69,9 @@ LEAKY = """
 import os, sys, threading
 from collections import Counter
 sys.path.insert(0, sys.argv[1])
-from skillopt import cli, llm, sim
-from skillopt.llm import ProviderError, register_provider
+from skillopt import cli
+from skillopt.models import llm, sim
+from skillopt.models.llm import ProviderError, register_provider
 
 seen, lock = Counter(), threading.Lock()
 

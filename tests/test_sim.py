@@ -12,18 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from skillopt import llm, sim, sim_optimizer
+from skillopt.models import llm, sim, sim_optimizer
 from skillopt.config import RunConfig
 from skillopt.errors import ModelError
-from skillopt.llm import LLM, RETRYABLE_KINDS, GenSettings, ProviderError, extract_json
+from skillopt.models.llm import LLM, RETRYABLE_KINDS, GenSettings, ProviderError, extract_json
 from skillopt.patch import apply_edits
 from skillopt.prompts import prompt_messages
 from skillopt.reflect import StepBuffer, reflect
-from skillopt.sim import RULES, RULES_BY_ID, options, rule_for, skill_states, target_answer
-from skillopt.sim_optimizer import classify
-from skillopt.task import Trajectory, load_task
+from skillopt.models.sim import RULES, RULES_BY_ID, options, rule_for, skill_states, target_answer
+from skillopt.models.sim_optimizer import classify
+from skillopt.tasks.task import Trajectory, load_task
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "data" / "tasks" / "sim-rulebook"
 TASK = load_task("sim-rulebook")
 ITEMS = [it for split in ("train", "selection", "test") for it in TASK.split(split)]

@@ -5,13 +5,13 @@ import json
 
 import pytest
 
-from skillopt import llm
-from skillopt.llm import LLM, GenSettings, register_provider
+from skillopt.models import llm
+from skillopt.models.llm import LLM, GenSettings, register_provider
 from skillopt.patch import Edit, apply_edits
 from skillopt.reflect import RejectedEdit
 from skillopt.skill import SLOW_END, SLOW_START, guidance, protected_spans, validate, with_guidance
 from skillopt.slow import Comparison, compare, meta_update, slow_update
-from skillopt.task import Evaluation, Trajectory
+from skillopt.tasks.task import Evaluation, Trajectory
 
 SKILL = "# Routing\n\n## House rules\n\n- Z codes: freight.\n"
 PREVIOUS = "# Routing\n\n## House rules\n\n- Nothing special.\n"

@@ -3,11 +3,11 @@ import time
 
 import pytest
 
-from skillopt.llm import CallRecord
-from skillopt.reader import Reader
-from skillopt.schema import migrations
-from skillopt.store import Store
-from skillopt.task import Item
+from skillopt.models.llm import CallRecord
+from skillopt.store.reader import Reader
+from skillopt.store.schema import migrations
+from skillopt.store.writer import Store
+from skillopt.tasks.task import Item
 
 
 def make(tmp_path):

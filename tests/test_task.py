@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from skillopt import task as task_module
+from skillopt.tasks import task as task_module
 from skillopt.errors import TaskError, UserError
-from skillopt.task import (SPLITS, BUILTIN_DIR, Evaluation, Item, Task, TaskProtocol, Trajectory, expected_text,
+from skillopt.tasks.task import (SPLITS, BUILTIN_DIR, Evaluation, Item, Task, TaskProtocol, Trajectory, expected_text,
                            list_tasks, load_task, resolve_task_path, validate_task)
 
-BAD = Path(__file__).parent / "fixtures" / "bad" / "tasks"
+BAD = Path(__file__).parents[1] / "fixtures" / "bad" / "tasks"
 BUILTINS = ("ticket-routing", "invoice-extraction", "word-problems")
 
 TOML = """\
@@ -327,7 +327,7 @@ def test_validate_a_missing_folder(tmp_path):
 
 PLUGIN = """\
 import dataclasses
-from skillopt.task import Evaluation, Trajectory
+from skillopt.tasks.task import Evaluation, Trajectory
 
 
 @dataclasses.dataclass(frozen=True)

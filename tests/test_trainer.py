@@ -5,10 +5,10 @@ import json
 
 
 from conftest import run_sim, sim_config
-from skillopt.llm import LLM, Meter, build_models
-from skillopt.reader import Reader
-from skillopt.store import Store
-from skillopt.task import load_task
+from skillopt.models.llm import LLM, Meter, build_models
+from skillopt.store.reader import Reader
+from skillopt.store.writer import Store
+from skillopt.tasks.task import load_task
 from skillopt.trainer import Hooks, fit
 
 
@@ -137,7 +137,7 @@ def test_paired_gate_run_completes_and_saves_calls(tmp_path):
 
 def test_whole_split_scores_restates_an_early_stopped_paired_decision():
     from skillopt.gate import GateDecision
-    from skillopt.task import Evaluation, Trajectory
+    from skillopt.tasks.task import Evaluation, Trajectory
     from skillopt.trainer import whole_split_scores
 
     incumbent = {"a": 0.0, "b": 1.0, "c": 1.0, "d": 0.0}

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from skillopt.reader import Reader
-from skillopt.store import LIVE_STATUSES, db_path
+from skillopt.store.reader import Reader
+from skillopt.store.writer import LIVE_STATUSES, db_path
 
 TTL_S = 2  # short cache: live runs update every second or two, big queries must not re-run per widget
 

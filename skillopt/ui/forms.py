@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from skillopt import config as cfg
-from skillopt.csvimport import MAX_UPLOAD_BYTES, csv_reader
+from skillopt.tasks.csvimport import MAX_UPLOAD_BYTES, csv_reader
 from skillopt.errors import TaskError, UserError
-from skillopt.task import BUILTIN_DIR
+from skillopt.tasks.task import BUILTIN_DIR
 
 UPLOADS_ENV = "SKILLOPT_UPLOADS_DIR"  # where imported tasks go; default data/tasks/uploads
 
@@ -115,7 +115,7 @@ MODEL_PRESETS: dict[str, ModelPreset] = {
 
 
 def local_models() -> list[str]:
-    from skillopt import local  # registers the provider; cheap (llama_cpp loads only on first use)
+    from skillopt.models import local  # registers the provider; cheap (llama_cpp loads only on first use)
 
     return [f"local/{name}" for name in local.MODELS]
 
@@ -141,7 +141,7 @@ class Check:
 
 
 def _model_check(role: str, model: str, key_env: str, api_base: str) -> Check:
-    from skillopt import llm
+    from skillopt.models import llm
 
     problem = llm.preflight(model, key_env, api_base)
     return Check(f"{role} model", problem is None, problem or f"{model} is usable")
@@ -158,7 +158,7 @@ def preflight(task_ref: str, values: Mapping[str, Any], seed_skill: str | None) 
     """Everything that would stop the launch, as a checklist; never raises for bad input."""
     from skillopt.plan import Plan
     from skillopt.skill import validate
-    from skillopt.task import load_task
+    from skillopt.tasks.task import load_task
 
     checks: list[Check] = []
     task = config = None
@@ -217,7 +217,7 @@ def model_prices(model: str) -> tuple[float, float] | None:
     """USD per (prompt, completion) token from litellm's offline cost map; local/sim cost 0."""
     if model.startswith(("local/", "sim/")):
         return 0.0, 0.0
-    from skillopt import llm
+    from skillopt.models import llm
 
     # llm.py is the one place that imports litellm (offline cost map, no telemetry).
     entry = llm._litellm().model_cost.get(model) or llm._litellm().model_cost.get(model.partition("/")[2])

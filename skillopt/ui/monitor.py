@@ -14,8 +14,9 @@ from typing import Any, Callable, Mapping, Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from skillopt import export, schedules
-from skillopt.store import LIVE_STATUSES
+from skillopt.store import export
+from skillopt import schedules
+from skillopt.store.writer import LIVE_STATUSES
 
 # The stages of one step, then the epoch and run ends, in the order the trainer runs them.
 STAGES: tuple[tuple[str, str], ...] = (

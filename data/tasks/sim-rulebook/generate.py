@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from skillopt.sim import RULES, parse_order  # noqa: E402  (the world's rules decide the labels)
+from skillopt.models.sim import RULES, parse_order  # noqa: E402  (the world's rules decide the labels)
 
 SEED = 20250307
 PER_RULE = 30

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from .errors import BudgetExhausted
+from ..errors import BudgetExhausted
 
 
 class Meter:

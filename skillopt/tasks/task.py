@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
 from .answers import clean_output
-from .errors import TaskError
+from ..errors import TaskError
 
 SPLITS = ("train", "selection", "test")
 
 # Limits of the task-folder reader (taskfolder.py reads them from here at call time).
 MAX_FILE_BYTES = 50 * 1024 * 1024  # item files: larger ones are a mistake, not a dataset to load into memory
 MAX_LINE_BYTES = 1024 * 1024  # one item over 1 MB cannot fit a small model's context anyway
-BUILTIN_DIR = Path(__file__).resolve().parent.parent / "data" / "tasks"
+BUILTIN_DIR = Path(__file__).resolve().parents[2] / "data" / "tasks"
 
 
 @dataclass(frozen=True)
@@ -176,7 +176,7 @@ def resolve_task_path(name_or_path: str | Path, *, tasks_dir: str | Path | None 
 
 def load_task(name_or_path: str | Path, *, tasks_dir: str | Path | None = None) -> TaskProtocol:
     """Load and validate a task; raises TaskError("path:line: problem") on the first problem."""
-    from .taskfolder import Problems, build_task
+    from .folder import Problems, build_task
 
     task = build_task(resolve_task_path(name_or_path, tasks_dir=tasks_dir), Problems(fail_fast=True))
     assert task is not None  # fail-fast mode raises instead of returning None
@@ -185,7 +185,7 @@ def load_task(name_or_path: str | Path, *, tasks_dir: str | Path | None = None) 
 
 def validate_task(path: str | Path) -> list[str]:
     """Every problem of a task folder, each "file:line: problem"; [] when it is valid."""
-    from .taskfolder import Problems, build_task
+    from .folder import Problems, build_task
 
     folder = Path(path)
     if folder.name == "task.toml":
@@ -199,7 +199,7 @@ def validate_task(path: str | Path) -> list[str]:
 
 def list_tasks(*, tasks_dir: str | Path | None = None) -> list[TaskInfo]:
     """Every task folder in tasks_dir, SKILLOPT_TASKS_DIR and the built-ins; a name shadows later ones."""
-    from .taskfolder import Problems, build_task
+    from .folder import Problems, build_task
 
     seen: dict[str, TaskInfo] = {}
     for base in _search_dirs(tasks_dir):

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import TaskError
+from ..errors import TaskError
 from .task import MAX_FILE_BYTES, load_task
 
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024  # dashboard uploads: validated in memory, so kept small

@@ -28,13 +28,13 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
 
-from .errors import ModelError
+from ..errors import ModelError
 from .jsonreply import extract_json  # noqa: F401  (public API, re-exported)
 from .limits import Meter, limiter  # noqa: F401  (public API, re-exported)
 from .redaction import _one_line, redact  # noqa: F401  (public API, re-exported)
 
 if TYPE_CHECKING:
-    from .config import RunConfig
+    from ..config import RunConfig
 
 ROLES = ("target", "optimizer", "judge")
 STAGES = ("rollout", "reflect", "merge", "rank", "lr", "gate", "slow_update", "meta", "test", "judge", "preflight")
@@ -136,7 +136,7 @@ REPAIR_ECHO_CHARS = 2000  # how much of a bad JSON reply is echoed back in the r
 
 # Prefixes whose provider module registers itself on import; loaded on first use so that
 # importing llm.py never pulls llama.cpp or the simulator in.
-_LAZY_PROVIDERS = {"local": "skillopt.local", "sim": "skillopt.sim"}
+_LAZY_PROVIDERS = {"local": "skillopt.models.local", "sim": "skillopt.models.sim"}
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .store import connect, db_path
+from .writer import connect, db_path
 
 
 def _dicts(rows: list[sqlite3.Row]) -> list[dict[str, Any]]:

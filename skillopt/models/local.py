@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .errors import ModelError
+from ..errors import ModelError
 from .llm import GenSettings, ProviderError, register_provider
 
 GGUF_MAGIC = b"GGUF"

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .errors import UserError
+from ..errors import UserError
 from .reader import Reader
 
 STEP_COLUMNS = ("step", "epoch", "edit_budget", "train_hard", "train_soft", "selection_score",

@@ -48,7 +48,7 @@ from typing import Any, Callable, Mapping, Protocol
 # import them from here, the one place that names every evaluator.
 from .answers import (FEEDBACK_CLIP, clean_output, clip, find_numbers, first_json_object, format_number,  # noqa: F401
                       json_type, normalize_text, parse_number, show, tail)
-from .errors import TaskError
+from ..errors import TaskError
 from .jsonfields import JsonFields
 from .judge import JUDGE_SYSTEM, LlmJudge  # noqa: F401
 from .task import Evaluation, Item

@@ -20,12 +20,12 @@ from typing import Any, Iterator, Sequence
 
 import sqlite_utils
 
-from . import events as ev
-from .errors import UserError
-from .llm import CallRecord
+from .. import events as ev
+from ..errors import UserError
+from ..models.llm import CallRecord
 from .schema import migrations
-from .skill import sha
-from .task import Item, Trajectory
+from ..skill import sha
+from ..tasks.task import Item, Trajectory
 
 DEFAULT_DB = Path("data/runs/skillopt.db")
 BUSY_TIMEOUT_MS = 30_000  # writers hold locks for milliseconds; 30 s covers any burst

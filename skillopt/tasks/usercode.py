@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .answers import clip
-from .errors import TaskError
+from ..errors import TaskError
 from .task import Evaluation, Item
 
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")

@@ -66,9 +66,9 @@ from pathlib import Path
 from typing import Any
 
 from . import task as _task  # MAX_FILE_BYTES / MAX_LINE_BYTES are read at call time, so lowering them there applies
-from .errors import SkillError, TaskError
+from ..errors import SkillError, TaskError
 from .evaluators import build_evaluator, load_callable
-from .skill import validate as validate_skill
+from ..skill import validate as validate_skill
 from .task import SPLITS, Item, Task, TaskProtocol
 
 NUL, NEWLINE = b"\x00", b"\n"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .answers import clip, first_json_object, show
-from .errors import TaskError
+from ..errors import TaskError
 from .task import Evaluation, Item
 
 JUDGE_SYSTEM = ("You grade one answer against a rubric. Reply with only a JSON object: "
