@@ -10,7 +10,8 @@ from typing import Any, Callable, Sequence
 
 from .patch import Edit
 from .prompts import clip, prompt_messages
-from .reflect import RATIONALE_CHARS, _as_int
+from .models.jsonreply import as_int
+from .reflect import RATIONALE_CHARS
 from .skill import lines as skill_lines
 
 
@@ -109,7 +110,7 @@ def choose_budget(optimizer, skill: str, pool_edits: Sequence[Edit], *, lr: int,
                              "reason": {"type": "string", "maxLength": RATIONALE_CHARS}}}
 
     def validate(obj: object) -> int:
-        count = _as_int(obj.get("count")) if isinstance(obj, dict) else None
+        count = as_int(obj.get("count")) if isinstance(obj, dict) else None
         if count is None:
             raise ValueError("expected {\"count\": <integer>, \"reason\": \"...\"}")
         return count

@@ -1,4 +1,4 @@
-"""The command line: python -m skillopt COMMAND ...  (SPEC section 7)
+"""The command line: python -m skillopt COMMAND ...
 
 User errors print one line ("error: ...") and exit 2; no traceback.
 """
@@ -59,7 +59,7 @@ def _store(args):
 
 
 def cmd_tasks(args) -> int:
-    from .tasks.task import list_tasks
+    from .tasks.loader import list_tasks
 
     for t in list_tasks():
         print(f"{t.name:<22} {t.description}  [{t.path}]")
@@ -67,7 +67,7 @@ def cmd_tasks(args) -> int:
 
 
 def cmd_validate_task(args) -> int:
-    from .tasks.task import validate_task
+    from .tasks.loader import validate_task
 
     problems = validate_task(args.path)
     for p in problems:
@@ -121,11 +121,12 @@ def cmd_stop(args) -> int:
 
 def cmd_eval(args) -> int:
     from .config import load_config
-    from .models.llm import Meter, build_models
+    from .models.limits import Meter
+    from .models.llm import build_models
     from .plan import Plan
     from .rollout import Evaluator
     from .skill import validate
-    from .tasks.task import load_task
+    from .tasks.loader import load_task
 
     config = load_config(args.config, args.set or [])
     task = load_task(args.task)

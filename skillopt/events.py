@@ -8,62 +8,14 @@ moment resumes from the last such event, never from half a step.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Literal, Protocol, Sequence
 
 from .gate import GateDecision
 from .patch import Edit
-from .reflect import MinibatchResult, RejectedEdit
+from .reflect import MinibatchResult
+from .state import State
 from .tasks.task import Trajectory
-
-STAGES = ("rollout", "reflect", "aggregate", "select", "approval", "gate", "slow_update", "meta", "test", "done")
-
-
-@dataclass(frozen=True)
-class State:
-    """Everything needed to continue a run after the last completed step."""
-    step: int  # last completed step (0 = none yet)
-    skill: str  # current (incumbent) skill
-    current_score: float | None  # incumbent's selection score (None until the seed is scored)
-    best_skill: str
-    best_score: float | None
-    best_step: int
-    epoch_start_skill: str  # skill at the start of the current epoch (slow update compares against it)
-    meta_skill: str = ""
-    rejected: tuple[RejectedEdit, ...] = ()
-    patterns: tuple[str, ...] = ()  # failure summaries of this epoch's reflections
-    accepted: tuple[Edit, ...] = ()  # edits accepted this epoch (the meta skill learns from them)
-    epochs_done: int = 0  # epochs whose end-of-epoch work (slow update, meta) is recorded
-    tests_done: tuple[str, ...] = ()  # which final test evaluations are recorded
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "step": self.step, "skill": self.skill, "current_score": self.current_score,
-            "best_skill": self.best_skill, "best_score": self.best_score, "best_step": self.best_step,
-            "epoch_start_skill": self.epoch_start_skill, "meta_skill": self.meta_skill,
-            "rejected": [_rejected_json(r) for r in self.rejected], "patterns": list(self.patterns),
-            "accepted": [edit_json(e) for e in self.accepted], "epochs_done": self.epochs_done, "tests_done": list(self.tests_done),
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "State":
-        rejected = tuple(RejectedEdit(step=r["step"], edit=Edit(**r["edit"]), score_before=r["score_before"],
-                                      score_after=r["score_after"], reason=r["reason"]) for r in data["rejected"])
-        return cls(step=data["step"], skill=data["skill"], current_score=data["current_score"],
-                   best_skill=data["best_skill"], best_score=data["best_score"], best_step=data["best_step"],
-                   epoch_start_skill=data["epoch_start_skill"], meta_skill=data["meta_skill"],
-                   rejected=rejected, patterns=tuple(data["patterns"]),
-                   accepted=tuple(Edit(**e) for e in data["accepted"]), epochs_done=data["epochs_done"],
-                   tests_done=tuple(data["tests_done"]))
-
-
-def _rejected_json(r: RejectedEdit) -> dict[str, Any]:
-    return {"step": r.step, "edit": edit_json(r.edit), "score_before": r.score_before,
-            "score_after": r.score_after, "reason": r.reason}
-
-
-def edit_json(e: Edit) -> dict[str, Any]:
-    return {"op": e.op, "target": e.target, "content": e.content, "section": e.section,
-            "rationale": e.rationale, "source": e.source, "support": e.support}
+from .vocabulary import Approval, Decision, EditStatus, Fate, GateOutcome, Purpose, RunStatus, Stage, TestSkill
 
 
 @dataclass(frozen=True)
@@ -89,7 +41,7 @@ class SeedScored(Event):
 class StageChanged(Event):
     step: int
     epoch: int
-    stage: str
+    stage: Stage
     detail: str = ""
 
 
@@ -97,7 +49,7 @@ class StageChanged(Event):
 class RolloutsDone(Event):
     step: int
     split: str
-    purpose: str  # train | gate_current | gate_candidate | slow_prev | slow_cur | test_seed | test_best | test_final | baseline
+    purpose: Purpose
     skill_sha: str
     trajectories: tuple[Trajectory, ...]
     cached: tuple[bool, ...]
@@ -122,10 +74,10 @@ class EditOutcome:
     """A proposed edit's whole life: pipeline fate, patch status, approval and gate outcome."""
     edit: Edit
     minibatches: tuple[int, ...]
-    fate: str  # invalid | merged | clipped | selected
-    status: str = ""  # patch status when selected (applied, anchor_not_found, ...)
-    approval: str = ""  # approved | rejected | edited | "" (no approval mode)
-    gate: str = ""  # accepted | rejected | skipped | ""
+    fate: Fate
+    status: EditStatus | Literal[""] = ""  # what applying it did ("": it was not selected)
+    approval: Approval | Literal[""] = ""  # "": no approval mode
+    gate: GateOutcome | Literal[""] = ""  # "": it never reached the gate
 
 
 @dataclass(frozen=True)
@@ -138,7 +90,7 @@ class StepCompleted(Event):
     train_soft: float
     outcomes: tuple[EditOutcome, ...]
     candidate: str | None  # candidate skill text (None when nothing applied)
-    decision: str  # accept | accept_new_best | reject | skip
+    decision: Decision
     gate: GateDecision | None
     flipped: tuple[tuple[str, float, float], ...]  # (item_id, incumbent value, candidate value) that differ
     n_minibatches: int
@@ -155,7 +107,7 @@ class EpochCompleted(Event):
     previous_guidance: str = ""
     guidance: str = ""
     comparison: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    decision: str = ""  # accept | accept_new_best | reject | skip | failed
+    decision: Decision | Literal[""] = ""  # "": no slow update ran
     gate: GateDecision | None = None
     slow_candidate: str | None = None
     slow_error: str = ""
@@ -166,7 +118,7 @@ class EpochCompleted(Event):
 
 @dataclass(frozen=True)
 class TestEvaluated(Event):
-    which: str  # seed | best | final
+    which: TestSkill
     skill_sha: str
     score: float
     hard: float
@@ -177,7 +129,7 @@ class TestEvaluated(Event):
 
 @dataclass(frozen=True)
 class RunFinished(Event):
-    status: str  # completed | stopped | failed | budget_exhausted
+    status: RunStatus
     reason: str = ""
 
 

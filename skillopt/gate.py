@@ -61,8 +61,9 @@ def strict(current_score: float, candidate_score: float, n_items: int) -> GateDe
         reason = f"tie at {candidate_score:.4f}: ties reject"
     else:
         reason = f"candidate {candidate_score:.4f} < current {current_score:.4f}"
-    return GateDecision(accept, current_score, candidate_score, margin, None, n_items, n_items,
-                        0, 0, False, reason)
+    return GateDecision(accept=accept, current_score=current_score, candidate_score=candidate_score,
+                        margin=margin, p_value=None, n_items=n_items, n_evaluated=n_items, wins=0, losses=0,
+                        early_stop=False, reason=reason)
 
 
 @functools.lru_cache(maxsize=4096)  # the sequential gate asks for the same (wins, losses) often
@@ -198,8 +199,9 @@ class PairedGate:
         else:
             accept, reason = False, (f"early reject after {k} of {n} items: cannot reach mean gain "
                                      f">= {need:.4g} with p <= {self._alpha:.4g} even if every remaining item is won")
-        return GateDecision(accept, current, candidate, candidate - current, p, n, k,
-                            wins, losses, early, reason)
+        return GateDecision(accept=accept, current_score=current, candidate_score=candidate,
+                            margin=candidate - current, p_value=p, n_items=n, n_evaluated=k, wins=wins,
+                            losses=losses, early_stop=early, reason=reason)
 
 
 def paired(incumbent: Mapping[str, float], candidate: Mapping[str, float], items: Sequence[str],

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from . import skill as sk
+from .vocabulary import EditStatus
 
 OPS = ("add", "replace", "delete")
 SOURCES = ("failure", "success", "human", "slow_update")
-# Per-edit statuses after apply_edits. Only "applied" changes the text.
-STATUSES = ("applied", "anchor_not_found", "ambiguous_anchor", "protected", "duplicate", "noop")
 
 # A fuzzy anchor must beat the next-best non-overlapping window by this much to count as unique.
 FUZZY_MARGIN = 0.05
@@ -37,7 +36,7 @@ class Edit:
 @dataclass(frozen=True)
 class EditReport:
     edit: Edit
-    status: str  # one of STATUSES
+    status: EditStatus  # only "applied" changed the text
     detail: str = ""  # e.g. "fuzzy match 0.91", "2 matches"
 
 
@@ -55,7 +54,7 @@ class PatchResult:
 @dataclass(frozen=True)
 class Anchor:
     """Where a target was found (status "applied") or why it was not (any other status)."""
-    status: str
+    status: EditStatus
     start: int = -1
     end: int = -1
     detail: str = ""
@@ -109,10 +108,11 @@ def _pick(kind: str, spans: list[tuple[int, int]], protected: list[tuple[int, in
         return None
     free = [s for s in spans if not _overlaps(s[0], s[1], protected)]
     if not free:
-        return Anchor("protected", spans[0][0], spans[0][1], f"{kind} match is inside a protected block")
+        return Anchor(status="protected", start=spans[0][0], end=spans[0][1],
+                      detail=f"{kind} match is inside a protected block")
     if len(free) > 1:
-        return Anchor("ambiguous_anchor", detail=f"{len(free)} {kind} matches")
-    return Anchor("applied", free[0][0], free[0][1], f"{kind} match")
+        return Anchor(status="ambiguous_anchor", detail=f"{len(free)} {kind} matches")
+    return Anchor(status="applied", start=free[0][0], end=free[0][1], detail=f"{kind} match")
 
 
 def _fuzzy(text: str, target: str, threshold: float, protected: list[tuple[int, int]]) -> Anchor:
@@ -137,16 +137,16 @@ def _fuzzy(text: str, target: str, threshold: float, protected: list[tuple[int, 
     free.sort(key=lambda c: (-c[0], c[1], c[2]))
     if not free or free[0][0] < threshold:
         if any(c[0] >= threshold for c in scored):
-            return Anchor("protected", detail="fuzzy match is inside a protected block")
+            return Anchor(status="protected", detail="fuzzy match is inside a protected block")
         if not free:
-            return Anchor("anchor_not_found", detail="no exact, whitespace-insensitive or similar text")
-        return Anchor("anchor_not_found", detail=f"no match (best fuzzy {free[0][0]:.2f} < {threshold:.2f})")
+            return Anchor(status="anchor_not_found", detail="no exact, whitespace-insensitive or similar text")
+        return Anchor(status="anchor_not_found", detail=f"no match (best fuzzy {free[0][0]:.2f} < {threshold:.2f})")
     best = free[0]
     rival = next((c for c in free[1:] if c[2] < best[1] or c[1] > best[2]), None)
     if rival is not None and rival[0] > best[0] - FUZZY_MARGIN:
-        return Anchor("ambiguous_anchor", detail=f"fuzzy matches {best[0]:.2f} and {rival[0]:.2f} too close")
+        return Anchor(status="ambiguous_anchor", detail=f"fuzzy matches {best[0]:.2f} and {rival[0]:.2f} too close")
     start, end = spans[(best[1], best[2])]
-    return Anchor("applied", start, end, f"fuzzy match {best[0]:.2f}")
+    return Anchor(status="applied", start=start, end=end, detail=f"fuzzy match {best[0]:.2f}")
 
 
 def find_anchor(text: str, target: str, *, threshold: float = 0.85,
@@ -154,7 +154,7 @@ def find_anchor(text: str, target: str, *, threshold: float = 0.85,
     """Locate `target`: exact, then whitespace-insensitive, then a unique fuzzy window."""
     protected = sk.protected_spans(text) if protected is None else protected
     if not target.strip():
-        return Anchor("noop", detail="empty target")
+        return Anchor(status="noop", detail="empty target")
     exact = [(p, p + len(target)) for p in _occurrences(text, target)]
     picked = _pick("exact", exact, protected)
     if picked:
@@ -233,30 +233,32 @@ def _dup_key(text: str) -> str:
 
 def _add(text: str, edit: Edit, threshold: float, protected: list[tuple[int, int]]) -> tuple[str, EditReport]:
     if not edit.content.strip():
-        return text, EditReport(edit, "noop", "empty content")
+        return text, EditReport(edit=edit, status="noop", detail="empty content")
     key = _dup_key(edit.content)
     if key and key in _dup_key(text):
-        return text, EditReport(edit, "duplicate", "content already in the skill")
+        return text, EditReport(edit=edit, status="duplicate", detail="content already in the skill")
     how = fallback = ""
     if edit.section.strip():
         found = sk.find_sections(text, edit.section)
         if len(found) == 1:
             sec = found[0]
             if _overlaps(sec.start, sec.content_start, protected):
-                return text, EditReport(edit, "protected", f"section '{edit.section}' is inside a protected block")
+                return text, EditReport(edit=edit, status="protected",
+                                        detail=f"section '{edit.section}' is inside a protected block")
             limit = min([sec.own_end] + [s for s, _ in protected if sec.content_start <= s < sec.own_end])
             pos = _after_last_content(text, limit, sec.content_start)
             how = f"end of section '{sec.path_str}'"
         elif not edit.target.strip():
             if found:
-                return text, EditReport(edit, "ambiguous_anchor", f"section '{edit.section}' matches {len(found)} headings")
-            return text, EditReport(edit, "anchor_not_found", f"section '{edit.section}' not found")
+                return text, EditReport(edit=edit, status="ambiguous_anchor",
+                                        detail=f"section '{edit.section}' matches {len(found)} headings")
+            return text, EditReport(edit=edit, status="anchor_not_found", detail=f"section '{edit.section}' not found")
         else:
             fallback = f"section '{edit.section}' {'ambiguous' if found else 'not found'}; "
     if not how and edit.target.strip():
         anchor = find_anchor(text, edit.target, threshold=threshold, protected=protected)
         if not anchor.found:
-            return text, EditReport(edit, anchor.status, anchor.detail)
+            return text, EditReport(edit=edit, status=anchor.status, detail=anchor.detail)
         pos = _line_at(text, max(anchor.start, anchor.end - 1))[1]
         how = f"{fallback}after target ({anchor.detail})"
     if not how:
@@ -264,28 +266,28 @@ def _add(text: str, edit: Edit, threshold: float, protected: list[tuple[int, int
         pos = _after_last_content(text, limit, 0)
         how = "end of body"
     if _overlaps(pos, pos, protected):
-        return text, EditReport(edit, "protected", "insertion point is inside a protected block")
-    return _insert_block(text, pos, edit.content), EditReport(edit, "applied", how)
+        return text, EditReport(edit=edit, status="protected", detail="insertion point is inside a protected block")
+    return _insert_block(text, pos, edit.content), EditReport(edit=edit, status="applied", detail=how)
 
 
 def _replace(text: str, edit: Edit, threshold: float, protected: list[tuple[int, int]]) -> tuple[str, EditReport]:
     if _norm(edit.content) == _norm(edit.target):
-        return text, EditReport(edit, "noop", "content equals target")
+        return text, EditReport(edit=edit, status="noop", detail="content equals target")
     anchor = find_anchor(text, edit.target, threshold=threshold, protected=protected)
     if not anchor.found:
-        return text, EditReport(edit, anchor.status, anchor.detail)
+        return text, EditReport(edit=edit, status=anchor.status, detail=anchor.detail)
     matched = text[anchor.start:anchor.end]
     nl = sk.newline_of(text)
     new = nl.join(_clean_block(edit.content)) if "\n" in edit.content.strip("\r\n") else edit.content.strip("\r\n")
     if matched.endswith("\n"):
         new += nl
-    return text[:anchor.start] + new + text[anchor.end:], EditReport(edit, "applied", anchor.detail)
+    return text[:anchor.start] + new + text[anchor.end:], EditReport(edit=edit, status="applied", detail=anchor.detail)
 
 
 def _delete(text: str, edit: Edit, threshold: float, protected: list[tuple[int, int]]) -> tuple[str, EditReport]:
     anchor = find_anchor(text, edit.target, threshold=threshold, protected=protected)
     if not anchor.found:
-        return text, EditReport(edit, anchor.status, anchor.detail)
+        return text, EditReport(edit=edit, status=anchor.status, detail=anchor.detail)
     start, end = anchor.start, anchor.end
     first_start, _ = _line_at(text, start)
     _, last_end = _line_at(text, max(start, end - 1))
@@ -300,8 +302,8 @@ def _delete(text: str, edit: Edit, threshold: float, protected: list[tuple[int, 
             if not text[end:nxt_end].strip():
                 end = nxt_end
     if _overlaps(start, end, protected):
-        return text, EditReport(edit, "protected", "deletion would touch a protected block")
-    return text[:start] + text[end:], EditReport(edit, "applied", anchor.detail)
+        return text, EditReport(edit=edit, status="protected", detail="deletion would touch a protected block")
+    return text[:start] + text[end:], EditReport(edit=edit, status="applied", detail=anchor.detail)
 
 
 _OPS = {"add": _add, "replace": _replace, "delete": _delete}
@@ -312,18 +314,18 @@ def apply_edit(text: str, edit: Edit, *, allow_protected: bool = False,
     """Apply one edit; the text is unchanged unless the report's status is "applied"."""
     op = _OPS.get(edit.op)
     if op is None:
-        return text, EditReport(edit, "noop", f"unknown op {edit.op!r}")
+        return text, EditReport(edit=edit, status="noop", detail=f"unknown op {edit.op!r}")
     if edit.op in ("replace", "delete") and not edit.target.strip():
-        return text, EditReport(edit, "noop", "empty target")
+        return text, EditReport(edit=edit, status="noop", detail="empty target")
     protected = [] if allow_protected else sk.protected_spans(text)
     if not allow_protected and any(m in edit.content for m in sk.MARKERS):
-        return text, EditReport(edit, "protected", "content contains protected-block markers")
+        return text, EditReport(edit=edit, status="protected", detail="content contains protected-block markers")
     new, report = op(text, edit, fuzzy_threshold, protected)
     if report.status == "applied" and new == text:
-        return text, EditReport(edit, "noop", "result identical to input")
+        return text, EditReport(edit=edit, status="noop", detail="result identical to input")
     # Safety net: whatever the anchoring did, a protected block's text must come out unchanged.
     if report.status == "applied" and not allow_protected and _blocks(new) != _blocks(text):
-        return text, EditReport(edit, "protected", "edit would change a protected block")
+        return text, EditReport(edit=edit, status="protected", detail="edit would change a protected block")
     return new, report
 
 
@@ -340,7 +342,7 @@ def apply_edits(text: str, edits: Iterable[Edit], *, allow_protected: bool = Fal
         current, report = apply_edit(current, edit, allow_protected=allow_protected,
                                      fuzzy_threshold=fuzzy_threshold)
         reports.append(report)
-    return PatchResult(current, tuple(reports), unified_diff(text, current))
+    return PatchResult(text=current, reports=tuple(reports), diff=unified_diff(text, current))
 
 
 def unified_diff(old: str, new: str, old_name: str = "before", new_name: str = "after") -> str:

@@ -17,34 +17,27 @@ import re
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 from .config import RunConfig
+from .models.jsonreply import as_int
 from .patch import OPS, Edit
 from .prompts import clip, prompt_messages
 from .skill import lines as skill_lines
 from .skill import sections as skill_sections
+from .state import RejectedEdit
 from .tasks.task import Trajectory
 
 CONTENT_CHARS = 600  # longest edit text accepted: rules are sentences, not essays
 SUMMARY_CHARS = 300
 RATIONALE_CHARS = 200
 EXTRA_EDITS = 2  # the schema allows a few more than the budget: surplus feeds support counting, clip decides
-MAX_PATTERNS = 6  # step buffer entries shown in a prompt (newest kept): prompt economy
+PATTERNS_SHOWN = 6  # step buffer entries shown in a prompt (newest kept): prompt economy
 MAX_REJECTED = 8
 _PLACEHOLDER = re.compile(r"<(?:what|which|the|a|an|expected|some|one|words?|shared|queue)\b[^<>]{0,60}>", re.I)  # a copied template slot, never a rule
 
 
 # --- the step buffer (memory of this epoch) -----------------------------------------------
-
-@dataclass(frozen=True)
-class RejectedEdit:
-    step: int
-    edit: Edit
-    score_before: float
-    score_after: float
-    reason: str  # gate | human | slow_gate
-
 
 @dataclass(frozen=True)
 class StepBuffer:
@@ -74,7 +67,7 @@ def _notes(meta_skill: str, buffer: StepBuffer) -> str:
     parts = []
     if meta_skill.strip():
         parts.append("STRATEGY NOTES (lessons from earlier epochs):\n" + meta_skill.strip())
-    patterns = list(dict.fromkeys(p.strip() for p in buffer.patterns if p.strip()))[-MAX_PATTERNS:]
+    patterns = list(dict.fromkeys(p.strip() for p in buffer.patterns if p.strip()))[-PATTERNS_SHOWN:]
     if patterns:
         parts.append("FAILURE PATTERNS SEEN EARLIER THIS EPOCH:\n" + "\n".join(f"- {p}" for p in patterns))
     if buffer.rejected:
@@ -258,16 +251,6 @@ class _Parsed:
     dropped: tuple[str, ...]
 
 
-def _as_int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None
-
-
 def parse_edits(obj: object, skill: str, kind: str, cap: int) -> _Parsed:
     """Validate a reflection reply; the reply's shape is fatal (ValueError: repair), a bad
     single edit only drops that edit, so one bad line number never wastes the whole call."""
@@ -289,7 +272,7 @@ def parse_edits(obj: object, skill: str, kind: str, cap: int) -> _Parsed:
             continue
         op, content = e["op"], e.get("content", "")
         section = e.get("section", "") if isinstance(e.get("section", ""), str) else ""
-        line = _as_int(e.get("line", 0))
+        line = as_int(e.get("line", 0))
         if not isinstance(content, str) or line is None or line < 0:
             dropped.append(f"edit {i}: 'content' must be text and 'line' a line number")
             continue
@@ -316,7 +299,7 @@ def parse_edits(obj: object, skill: str, kind: str, cap: int) -> _Parsed:
                           section=section.strip() if op == "add" else "",
                           rationale=rationale.strip()[:RATIONALE_CHARS] if isinstance(rationale, str) else "",
                           source=kind))
-    return _Parsed(summary, tuple(edits), tuple(dropped))
+    return _Parsed(summary=summary, edits=tuple(edits), dropped=tuple(dropped))
 
 
 def _reflect_one(optimizer, index: int, kind: str, batch: tuple[Trajectory, ...], skill: str, budget: int,
@@ -339,10 +322,12 @@ def _reflect_one(optimizer, index: int, kind: str, batch: tuple[Trajectory, ...]
         validate=lambda obj: parse_edits(obj, skill, kind, cap))
     ids = tuple(t.item_id for t in batch)
     if value is None:
-        return MinibatchResult(index, kind, ids, False, "", (), error=reply.error or "unusable reply")
+        return MinibatchResult(index=index, kind=kind, item_ids=ids, ok=False, summary="", edits=(),
+                               error=reply.error or "unusable reply")
     kept = tuple(e for e in value.edits if _key(e) not in rejected)
     again = tuple(f"{describe_edit(e, 60)}: repeats a rejected edit" for e in value.edits if _key(e) in rejected)
-    return MinibatchResult(index, kind, ids, True, value.summary, kept, dropped=value.dropped + again)
+    return MinibatchResult(index=index, kind=kind, item_ids=ids, ok=True, summary=value.summary, edits=kept,
+                           dropped=value.dropped + again)
 
 
 def _key(edit: Edit) -> tuple[str, str, str]:

@@ -8,28 +8,25 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
-import time
 from typing import Callable
 
-from . import events as ev
 from .config import RunConfig, load_mapping
 from .errors import UserError
-from .models.llm import Meter, build_models
+from .launcher import new_run_id, process_alive
+from .models.limits import Meter
+from .models.llm import build_models
 from .plan import Plan
 from .skill import validate as validate_skill
-from .store.writer import LIVE_STATUSES, Store
-from .tasks.task import load_task
-from .trainer import Decision, Hooks, fit
+from .state import State
+from .store.writer import Store
+from .tasks.loader import load_task
+from .trainer import ApprovalDecision, Hooks, fit
+from .vocabulary import LIVE_STATUSES
 
 
-def new_run_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
-
-
-def _decisions(store: Store, run_id: str) -> Callable[[int], list[Decision]]:
-    def read(step: int) -> list[Decision]:
-        return [Decision(status=r["status"], content=r["content"] or "") for r in store.approvals(run_id, step)]
+def _decisions(store: Store, run_id: str) -> Callable[[int], list[ApprovalDecision]]:
+    def read(step: int) -> list[ApprovalDecision]:
+        return [ApprovalDecision(status=r["status"], content=r["content"] or "") for r in store.approvals(run_id, step)]
     return read
 
 
@@ -42,7 +39,7 @@ def _meter(store: Store, run_id: str, config: RunConfig) -> Meter:
     return meter
 
 
-def _train(store: Store, run_id: str, task, config: RunConfig, state: ev.State | None,
+def _train(store: Store, run_id: str, task, config: RunConfig, state: State | None,
            callbacks: tuple = ()) -> str:
     meter = _meter(store, run_id, config)
     models = build_models(config, store, run_id, meter)
@@ -84,7 +81,7 @@ def resume(store: Store, run_id: str, callbacks: tuple = ()) -> str:
         raise UserError(f"no run {run_id} in {store.path}")
     if row["status"] == "completed":
         raise UserError(f"run {run_id} is already completed")
-    if row["status"] in LIVE_STATUSES and row["pid"] and row["pid"] != os.getpid() and _alive(row["pid"]):
+    if row["status"] in LIVE_STATUSES and row["pid"] and row["pid"] != os.getpid() and process_alive(row["pid"]):
         raise UserError(f"run {run_id} is still running (pid {row['pid']})")
     config = load_mapping(json.loads(row["config_json"]), origin=f"run {run_id}")
     task = load_task(row["task_path"] or row["task"])
@@ -95,15 +92,3 @@ def resume(store: Store, run_id: str, callbacks: tuple = ()) -> str:
     store.discard_after(run_id, state.step if state else 0)
     store.clear_stop(run_id)
     return _train(store, run_id, task, config, state, callbacks)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    try:  # a zombie child of the dashboard counts as dead
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split()[2] != "Z"
-    except OSError:
-        return True

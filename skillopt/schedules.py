@@ -7,9 +7,7 @@ pin exactly: cosine T=4 -> 4,3,2,2 and T=8 -> 4,4,3,3,3,2,2,2; linear T=4 -> 4,3
 """
 from __future__ import annotations
 
-import json
 import math
-import re
 from typing import Callable
 
 Schedule = Callable[[int, int, int, int], int]
@@ -68,56 +66,3 @@ def clamp_autonomous(answer: int | None, scheduled: int, lr: int, min_lr: int, p
     if answer is None:
         return scheduled
     return max(0, min(max(answer, min_lr), lr, pool_size))
-
-
-_FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
-_OBJECT = re.compile(r"\{[^{}]*\}")
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-_COUNT_KEYS = ("count", "num_edits", "edits", "budget", "n")
-
-
-def _as_int(value: object) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
-        return int(value)
-    return None
-
-
-def _from_json(value: object) -> int | None:
-    if isinstance(value, dict):
-        for key in _COUNT_KEYS:
-            if key in value:
-                return _as_int(value[key])
-        return None
-    return _as_int(value)
-
-
-def parse_count(text: str) -> int | None:
-    """The integer an optimizer replied: JSON {"count": n}, a JSON number, or one bare integer.
-
-    None when there is no integer, several different ones, or a fraction — the caller
-    then falls back to the schedule instead of guessing.
-    """
-    body = _FENCE.sub("", text.strip()).strip()
-    try:
-        found = _from_json(json.loads(body))
-        if found is not None:
-            return found
-    except ValueError:
-        pass
-    for match in _OBJECT.finditer(body):
-        try:
-            found = _from_json(json.loads(match.group(0)))
-        except ValueError:
-            continue
-        if found is not None:
-            return found
-    numbers = {m.group(0) for m in _NUMBER.finditer(body)}
-    if len(numbers) != 1:
-        return None
-    return _as_int(numbers.pop())

@@ -1,4 +1,4 @@
-"""Momentum and meta-learning at the end of an epoch (SPEC section 3).
+"""Momentum and meta-learning at the end of an epoch.
 
 The slow update compares the previous epoch's skill with the current one on the same
 train items and lets the optimizer write longitudinal guidance into the skill's protected
@@ -14,7 +14,8 @@ from typing import Sequence
 
 from .patch import Edit
 from .prompts import clip, prompt_messages
-from .reflect import RejectedEdit, describe_edit, format_case
+from .reflect import describe_edit, format_case
+from .state import RejectedEdit
 from .skill import MARKERS, guidance, with_guidance
 from .tasks.task import Trajectory
 
@@ -120,9 +121,10 @@ def slow_update(optimizer, *, skill: str, previous_skill: str, comparison: Compa
                                              schema=_schema("slow_update", "guidance", MAX_BULLETS),
                                              validate=lambda obj: _bullets(obj, "guidance", MAX_BULLETS))
     if bullets is None:
-        return SlowResult(old, skill, False, reply.error or f"epoch {epoch}: unusable slow-update reply")
+        return SlowResult(guidance=old, skill=skill, ok=False,
+                          error=reply.error or f"epoch {epoch}: unusable slow-update reply")
     text = "\n".join(f"- {b}" for b in bullets)
-    return SlowResult(text, with_guidance(skill, text), True)
+    return SlowResult(guidance=text, skill=with_guidance(skill, text), ok=True)
 
 
 def meta_update(optimizer, *, meta_skill: str, comparison: Comparison, accepted_edits: Sequence[Edit],
@@ -137,5 +139,6 @@ def meta_update(optimizer, *, meta_skill: str, comparison: Comparison, accepted_
                                            schema=_schema("meta_skill", "notes", MAX_NOTES),
                                            validate=lambda obj: _bullets(obj, "notes", MAX_NOTES))
     if notes is None:
-        return MetaResult(meta_skill, False, reply.error or f"epoch {epoch}: unusable meta-skill reply")
-    return MetaResult("\n".join(f"- {n}" for n in notes), True)
+        return MetaResult(content=meta_skill, ok=False,
+                          error=reply.error or f"epoch {epoch}: unusable meta-skill reply")
+    return MetaResult(content="\n".join(f"- {n}" for n in notes), ok=True)

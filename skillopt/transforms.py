@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 from .patch import OPS, Edit
+from .vocabulary import Fate
 
 MAX_CONTENT_CHARS = 2_000
-FATES = ("pending", "selected", "clipped", "merged", "invalid")
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class Proposal:
 class Candidate:
     edit: Edit
     minibatches: tuple[int, ...]
-    fate: str = "pending"  # ends as selected | clipped | merged | invalid
+    fate: Fate = "pending"  # ends as selected | clipped | merged | invalid
     note: str = ""  # why it got its fate, e.g. "empty content" or "near-duplicate of ..."
 
     @property
@@ -45,7 +45,7 @@ class Selection:
     candidates: tuple[Candidate, ...]  # every proposal's fate, selected ones first
 
     @property
-    def pool_size(self) -> int:
+    def competed(self) -> int:
         """Valid, distinct candidates that competed for the budget."""
         return sum(1 for c in self.candidates if c.fate in ("selected", "clipped"))
 
@@ -225,7 +225,7 @@ def clip(budget: int) -> Transform:
 # ---------------------------------------------------------------- the whole pipeline
 
 def candidates_of(proposals: Iterable[Proposal]) -> list[Candidate]:
-    return [Candidate(p.edit, (p.minibatch,)) for p in proposals]
+    return [Candidate(edit=p.edit, minibatches=(p.minibatch,)) for p in proposals]
 
 
 def prepare(proposals: Iterable[Proposal], *, dedupe_threshold: float = 0.85,
@@ -252,7 +252,7 @@ def pipeline(proposals: Iterable[Proposal], budget: int, *, dedupe_threshold: fl
     return finish(prepare(proposals, dedupe_threshold=dedupe_threshold, merge=merge, rank=rank), budget)
 
 
-def pool_size(cands: Iterable[Candidate]) -> int:
+def live_count(cands: Iterable[Candidate]) -> int:
     """Live candidates in a prepared pool: the ceiling for an autonomous budget."""
     return sum(1 for c in cands if c.live)
 

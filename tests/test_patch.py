@@ -3,7 +3,8 @@ import random
 import pytest
 
 from skillopt import skill as sk
-from skillopt.patch import (OPS, SOURCES, STATUSES, Anchor, Edit, EditReport, PatchResult, apply_edit,
+from skillopt.vocabulary import EDIT_STATUSES as STATUSES
+from skillopt.patch import (OPS, SOURCES, Anchor, Edit, EditReport, PatchResult, apply_edit,
                             apply_edits, find_anchor, unified_diff)
 
 S, E = sk.SLOW_START, sk.SLOW_END

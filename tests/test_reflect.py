@@ -10,10 +10,13 @@ import pytest
 from skillopt.models import llm
 from skillopt.config import RunConfig
 from skillopt.errors import BudgetExhausted, ModelError
-from skillopt.models.llm import LLM, GenSettings, Meter, ProviderError, register_provider
+from skillopt.models.limits import Meter
+from skillopt.models.llm import LLM
+from skillopt.models.providers import GenSettings, HandlerResult, ProviderError, register_provider
 from skillopt.patch import Edit, apply_edits
 from skillopt.advisor import choose_budget, llm_merge, llm_rank
-from skillopt.reflect import (EXTRA_EDITS, MinibatchResult, RejectedEdit, StepBuffer, common_lines, format_case,
+from skillopt.state import RejectedEdit
+from skillopt.reflect import (EXTRA_EDITS, MinibatchResult, StepBuffer, common_lines, format_case,
                               make_minibatches, numbered, parse_edits, reflect, reflect_schema)
 from skillopt.prompts import clip, prompt_messages, template
 from skillopt.tasks.task import Evaluation, Trajectory
@@ -41,7 +44,7 @@ def _handler(name, messages, settings, response_format):
     text = _SCRIPTS[name](messages)
     if isinstance(text, Exception):
         raise text
-    return text, 10, 5
+    return HandlerResult(text, 10, 5)
 
 
 register_provider("h4script", _handler)

@@ -1,6 +1,6 @@
 import pytest
 
-from skillopt.schedules import SCHEDULES, budget, clamp_autonomous, constant, cosine, linear, parse_count
+from skillopt.schedules import SCHEDULES, budget, clamp_autonomous, constant, cosine, linear
 
 
 @pytest.mark.parametrize("name, total, expected", [
@@ -58,26 +58,3 @@ def test_bad_arguments(args):
 ])
 def test_clamp_autonomous(answer, scheduled, lr, min_lr, pool, expected):
     assert clamp_autonomous(answer, scheduled, lr, min_lr, pool) == expected
-
-
-@pytest.mark.parametrize("text, expected", [
-    ("3", 3),
-    ("  3\n", 3),
-    ('{"count": 3}', 3),
-    ('{"count": "2"}', 2),
-    ('{"count": 2.0}', 2),
-    ('{"count": 2.5}', None),
-    ('{"count": true}', None),
-    ('```json\n{"count": 4}\n```', 4),
-    ('Sure! {"count": 1, "reason": "few failures"} done', 1),
-    ('{"reason": "x", "num_edits": 2}', 2),
-    ("I will apply 3 edits.", 3),
-    ("3 or 4", None),
-    ("2.5", None),
-    ("", None),
-    ("no idea", None),
-    ("-1", -1),
-    ("[1, 2]", None),
-])
-def test_parse_count(text, expected):
-    assert parse_count(text) == expected

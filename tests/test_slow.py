@@ -6,9 +6,10 @@ import json
 import pytest
 
 from skillopt.models import llm
-from skillopt.models.llm import LLM, GenSettings, register_provider
+from skillopt.models.llm import LLM
+from skillopt.models.providers import GenSettings, HandlerResult, register_provider
 from skillopt.patch import Edit, apply_edits
-from skillopt.reflect import RejectedEdit
+from skillopt.state import RejectedEdit
 from skillopt.skill import SLOW_END, SLOW_START, guidance, protected_spans, validate, with_guidance
 from skillopt.slow import Comparison, compare, meta_update, slow_update
 from skillopt.tasks.task import Evaluation, Trajectory
@@ -20,7 +21,7 @@ _SCRIPTS: dict[str, object] = {}
 
 
 def _handler(name, messages, settings, response_format):
-    return _SCRIPTS[name](messages), 10, 5
+    return HandlerResult(_SCRIPTS[name](messages), 10, 5)
 
 
 register_provider("h4slow", _handler)

@@ -1,14 +1,15 @@
-"""End-to-end training on the simulated world (issue 2's acceptance criteria)."""
+"""End-to-end training on the simulated world: learning, records, resume and the gate."""
 from __future__ import annotations
 
 import json
 
 
-from conftest import run_sim, sim_config
-from skillopt.models.llm import LLM, Meter, build_models
+from tests.helpers import run_sim, sim_config
+from skillopt.models.limits import Meter
+from skillopt.models.llm import LLM, build_models
 from skillopt.store.reader import Reader
 from skillopt.store.writer import Store
-from skillopt.tasks.task import load_task
+from skillopt.tasks.loader import load_task
 from skillopt.trainer import Hooks, fit
 
 
@@ -138,7 +139,7 @@ def test_paired_gate_run_completes_and_saves_calls(tmp_path):
 def test_whole_split_scores_restates_an_early_stopped_paired_decision():
     from skillopt.gate import GateDecision
     from skillopt.tasks.task import Evaluation, Trajectory
-    from skillopt.trainer import whole_split_scores
+    from skillopt.validation import whole_split_scores
 
     incumbent = {"a": 0.0, "b": 1.0, "c": 1.0, "d": 0.0}
     seen = [Trajectory("a", "", "", "", Evaluation(1.0, 1.0, "")), Trajectory("d", "", "", "", Evaluation(0.0, 0.0, ""))]

@@ -2,7 +2,7 @@ import pytest
 
 from skillopt.patch import Edit
 from skillopt.transforms import (MAX_CONTENT_CHARS, Candidate, Proposal, Selection, candidates_of, chain, clip,
-                                 dedupe, finish, merge, normalize, pipeline, pool_size, prepare, rank,
+                                 dedupe, finish, merge, normalize, live_count, pipeline, prepare, rank,
                                  similarity, support)
 
 
@@ -69,7 +69,7 @@ def test_dedupe_folds_into_first_and_unions_minibatches():
 @pytest.mark.parametrize("threshold, live", [(0.99, 2), (0.5, 1)])
 def test_dedupe_threshold(threshold, live):
     out = dedupe(threshold)([cand(content="- Use ISO dates."), cand(content="- Use ISO date")])
-    assert pool_size(out) == live
+    assert live_count(out) == live
 
 
 def test_support_counts_distinct_minibatches_not_the_model_claim():
@@ -154,7 +154,7 @@ def test_pipeline_end_to_end():
     fates = sorted(c.fate for c in sel.candidates)
     assert fates == ["clipped", "clipped", "invalid", "merged", "merged", "selected", "selected"]
     assert len(sel.candidates) == len(proposals)  # every proposal keeps a visible fate
-    assert sel.pool_size == 4
+    assert sel.competed == 4
 
 
 def test_pipeline_is_deterministic_and_prepare_finish_agree():
@@ -163,7 +163,7 @@ def test_pipeline_is_deterministic_and_prepare_finish_agree():
     b = finish(prepare(proposals), 2)
     assert a == b == pipeline(list(proposals), 2)
     assert [e.support for e in a.selected] == [3, 3]
-    assert pool_size(prepare(proposals)) == 3
+    assert live_count(prepare(proposals)) == 3
 
 
 def test_pipeline_with_merge_and_rank_functions():

@@ -1,0 +1,73 @@
+"""The checkpoint: everything a run needs to continue after its last completed unit of work.
+
+The trainer threads one State through the loop and returns a new one from each unit
+(seed scoring, step, epoch end, test evaluation); the event that ends the unit carries it,
+and the store writes the work and the State in one transaction. Resuming is therefore
+just calling the loop again with the stored State.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .patch import Edit
+from .vocabulary import RejectionReason, TestSkill
+
+
+@dataclass(frozen=True)
+class RejectedEdit:
+    """An edit the gate or a person turned down: remembered so it is not proposed again."""
+    step: int
+    edit: Edit
+    score_before: float
+    score_after: float
+    reason: RejectionReason
+
+
+@dataclass(frozen=True)
+class State:
+    """Everything needed to continue a run after the last completed step."""
+    step: int  # last completed step (0 = none yet)
+    skill: str  # current (incumbent) skill
+    current_score: float | None  # incumbent's selection score (None until the seed is scored)
+    best_skill: str
+    best_score: float | None
+    best_step: int
+    epoch_start_skill: str  # skill at the start of the current epoch (slow update compares against it)
+    meta_skill: str = ""
+    rejected: tuple[RejectedEdit, ...] = ()
+    patterns: tuple[str, ...] = ()  # failure summaries of this epoch's reflections
+    accepted: tuple[Edit, ...] = ()  # edits accepted this epoch (the meta skill learns from them)
+    epochs_done: int = 0  # epochs whose end-of-epoch work (slow update, meta) is recorded
+    tests_done: tuple[TestSkill, ...] = ()  # which final test evaluations are recorded
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "step": self.step, "skill": self.skill, "current_score": self.current_score,
+            "best_skill": self.best_skill, "best_score": self.best_score, "best_step": self.best_step,
+            "epoch_start_skill": self.epoch_start_skill, "meta_skill": self.meta_skill,
+            "rejected": [rejected_json(r) for r in self.rejected], "patterns": list(self.patterns),
+            "accepted": [edit_json(e) for e in self.accepted], "epochs_done": self.epochs_done,
+            "tests_done": list(self.tests_done),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "State":
+        rejected = tuple(RejectedEdit(step=r["step"], edit=Edit(**r["edit"]), score_before=r["score_before"],
+                                      score_after=r["score_after"], reason=r["reason"]) for r in data["rejected"])
+        return cls(step=data["step"], skill=data["skill"], current_score=data["current_score"],
+                   best_skill=data["best_skill"], best_score=data["best_score"], best_step=data["best_step"],
+                   epoch_start_skill=data["epoch_start_skill"], meta_skill=data["meta_skill"],
+                   rejected=rejected, patterns=tuple(data["patterns"]),
+                   accepted=tuple(Edit(**e) for e in data["accepted"]), epochs_done=data["epochs_done"],
+                   tests_done=tuple(data["tests_done"]))
+
+
+def rejected_json(r: RejectedEdit) -> dict[str, Any]:
+    return {"step": r.step, "edit": edit_json(r.edit), "score_before": r.score_before,
+            "score_after": r.score_after, "reason": r.reason}
+
+
+def edit_json(e: Edit) -> dict[str, Any]:
+    return {"op": e.op, "target": e.target, "content": e.content, "section": e.section,
+            "rationale": e.rationale, "source": e.source, "support": e.support}

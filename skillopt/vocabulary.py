@@ -1,0 +1,73 @@
+"""The words the engine, the store, the dashboard and the tests share, defined once.
+
+Each vocabulary is a tuple of its words, so code can validate and iterate them, and a
+`Literal` type, so signatures say which word is expected. A word means one thing
+everywhere: a *stage* is where the training loop is, a *call stage* is why a model was
+called, an edit's *fate* is what the edit pipeline did with it, its *status* is what
+applying it to the skill did, and a *decision* is the gate's verdict on a candidate.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+# Where the training loop is (the stage strip of the Monitor page, the runs.stage column).
+Stage = Literal["rollout", "reflect", "aggregate", "select", "approval", "gate", "slow_update", "meta",
+                "test", "done"]
+STAGES: tuple[Stage, ...] = ("rollout", "reflect", "aggregate", "select", "approval", "gate", "slow_update",
+                             "meta", "test", "done")
+
+# Why a model was called (the llm_calls.stage column): the loop stages that call models,
+# plus the optimizer's helper calls (merge, rank, lr = the autonomous edit budget), the
+# judge, and the dashboard's connectivity check.
+CallStage = Literal["rollout", "reflect", "merge", "rank", "lr", "gate", "slow_update", "meta", "test", "judge",
+                    "preflight"]
+CALL_STAGES: tuple[CallStage, ...] = ("rollout", "reflect", "merge", "rank", "lr", "gate", "slow_update", "meta",
+                                      "test", "judge", "preflight")
+
+# The three models of a run.
+Role = Literal["target", "optimizer", "judge"]
+ROLES: tuple[Role, ...] = ("target", "optimizer", "judge")
+
+# What the edit pipeline did with a proposed edit (transforms): still in the pool, chosen
+# within the edit budget, cut by the budget, folded into a near-duplicate, or unusable.
+Fate = Literal["pending", "selected", "clipped", "merged", "invalid"]
+FATES: tuple[Fate, ...] = ("pending", "selected", "clipped", "merged", "invalid")
+
+# What applying a selected edit to the skill did (patch).
+EditStatus = Literal["applied", "anchor_not_found", "ambiguous_anchor", "protected", "duplicate", "noop"]
+EDIT_STATUSES: tuple[EditStatus, ...] = ("applied", "anchor_not_found", "ambiguous_anchor", "protected",
+                                         "duplicate", "noop")
+
+# A person's decision on one edit in approval mode.
+Approval = Literal["pending", "approved", "rejected", "edited"]
+APPROVALS: tuple[Approval, ...] = ("pending", "approved", "rejected", "edited")
+FINAL_APPROVALS: tuple[Approval, ...] = ("approved", "rejected", "edited")
+
+# The gate's verdict on a step's (or a slow update's) candidate skill. "skip": there was
+# no candidate (nothing applied); "failed": the slow update's optimizer call failed.
+Decision = Literal["accept", "accept_new_best", "reject", "skip", "failed"]
+DECISIONS: tuple[Decision, ...] = ("accept", "accept_new_best", "reject", "skip", "failed")
+ACCEPTED: tuple[Decision, ...] = ("accept", "accept_new_best")
+
+# What the gate did to one edit of the candidate (the per-edit view of a Decision).
+GateOutcome = Literal["accepted", "rejected", "skipped"]
+GATE_OUTCOMES: tuple[GateOutcome, ...] = ("accepted", "rejected", "skipped")
+
+# Why a rejected edit is remembered: the gate rejected its candidate, or a person did.
+RejectionReason = Literal["gate", "human"]
+
+# A run's lifecycle in the store.
+RunStatus = Literal["pending", "running", "waiting_approval", "stopping", "completed", "stopped", "failed",
+                    "budget_exhausted"]
+LIVE_STATUSES: tuple[RunStatus, ...] = ("pending", "running", "waiting_approval", "stopping")
+FINAL_STATUSES: tuple[RunStatus, ...] = ("completed", "stopped", "failed", "budget_exhausted")
+
+# Which skill a final test evaluation scored.
+TestSkill = Literal["seed", "best", "final"]
+TEST_SKILLS: tuple[TestSkill, ...] = ("seed", "best", "final")
+
+# Why a set of rollouts was run (the rollouts.purpose column): a step's train batch, the
+# gate's incumbent and candidate (the slow update's candidate has its own purpose), the
+# slow update's comparison of the epoch's start and end skills, and the final tests.
+Purpose = Literal["train", "gate_current", "gate_candidate", "slow_update_candidate", "slow_prev", "slow_cur",
+                  "test_seed", "test_best", "test_final", "baseline"]
