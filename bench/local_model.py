@@ -1,4 +1,4 @@
-"""Rollouts per minute of the embedded model with and without KV prefix reuse (issue 6, item 4).
+"""Rollouts per minute of the embedded model with and without KV prefix reuse.
 
     python bench/local_model.py [--items 8] [--skill trained|seed]
 
@@ -26,8 +26,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from skillopt.models import local  # noqa: E402
-from skillopt.models.llm import LLM, GenSettings  # noqa: E402
-from skillopt.tasks.task import load_task  # noqa: E402
+from skillopt.models.llm import LLM  # noqa: E402
+from skillopt.models.providers import GenSettings  # noqa: E402
+from skillopt.tasks.loader import load_task  # noqa: E402
 
 MODEL = "local/qwen2.5-coder-1.5b"
 

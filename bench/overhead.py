@@ -37,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from calls import BEST  # noqa: E402  (bench/ is the script's folder, first on sys.path)
 from skillopt import runner  # noqa: E402
 from skillopt.config import load_config  # noqa: E402
-from skillopt.models.llm import LLM, GenSettings, register_provider  # noqa: E402
+from skillopt.models.llm import LLM  # noqa: E402
+from skillopt.models.providers import GenSettings, HandlerResult, register_provider  # noqa: E402
 from skillopt.store.writer import Store  # noqa: E402
 
 TASK = "sim-rulebook"
@@ -149,7 +150,7 @@ def profile(overrides: tuple[str, ...]) -> list[tuple[str, float]]:
 # ---- 2. call overhead -------------------------------------------------------------------
 
 def noop(name, messages, settings, response_format):
-    return "ok", 1, 1
+    return HandlerResult("ok", 1, 1)
 
 
 register_provider("benchnoop", noop)

@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import run_sim
+from tests.helpers import run_sim
 from skillopt.store import export
-from skillopt.models import llm, sim, sim_optimizer
-from skillopt.models.llm import ProviderError, extract_json, register_provider
+from skillopt.models import llm, sim, sim_optimizer, simworld
+from skillopt.models.jsonreply import extract_json
+from skillopt.models.providers import HandlerResult, ProviderError, register_provider
 from skillopt.store.reader import Reader
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -67,20 +68,20 @@ class Flaky:
             raise ProviderError(kind, f"injected {kind} fault", retry_after)
         if kind == "empty":
             self._count(kind)
-            return "", 10, 0
-        reply, prompt_tokens, completion_tokens = sim.handle(
+            return HandlerResult("", 10, 0)
+        answer = sim.handle(
             "target" if role == "target" else "optimizer?faults=0&repair=1", messages, settings, response_format)
         if not kind and "skillopt:reflect" in text and self.edit_faults:
-            kind = self._pick(self.edit_faults, sim.unit("flaky-edit", text, attempt))
-        faulty = self._corrupt(kind, reply, settings.max_tokens, "skillopt:reflect" in text)
+            kind = self._pick(self.edit_faults, simworld.unit("flaky-edit", text, attempt))
+        faulty = self._corrupt(kind, answer.text, settings.max_tokens, "skillopt:reflect" in text)
         if faulty is None:
-            return reply, prompt_tokens, completion_tokens
+            return answer
         self._count(kind)
         reply, completion_tokens = faulty
-        return reply, prompt_tokens, completion_tokens
+        return HandlerResult(reply, answer.prompt_tokens, completion_tokens)
 
     def _draw(self, role: str, text: str, attempt: int) -> str:
-        return self._pick(self.rates[role], sim.unit("flaky", role, text, attempt))
+        return self._pick(self.rates[role], simworld.unit("flaky", role, text, attempt))
 
     @staticmethod
     def _pick(rates: dict[str, float], u: float) -> str:
@@ -319,8 +320,8 @@ PRICE = 0.001  # USD per simulated call
 
 
 def priced(name, messages, settings, response_format):
-    text, prompt_tokens, completion_tokens = sim.handle(name, messages, settings, response_format)
-    return text, prompt_tokens, completion_tokens, PRICE
+    answer = sim.handle(name, messages, settings, response_format)
+    return HandlerResult(answer.text, answer.prompt_tokens, answer.completion_tokens, PRICE)
 
 
 def after_crossing(rows: list[dict], limit: float, key: str) -> int:

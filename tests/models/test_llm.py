@@ -7,7 +7,6 @@ captured instead of slept.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -15,11 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from skillopt.models import llm
 from skillopt.config import RunConfig
 from skillopt.errors import BudgetExhausted, ModelError
-from skillopt.models.llm import (LLM, CallRecord, GenSettings, Meter, ProviderError, build_models, cache_key,
-                          extract_json, limiter, preflight, redact, register_provider)
+from skillopt.models import bridge, llm
+from skillopt.models.jsonreply import extract_json
+from skillopt.models.limits import Meter, limiter
+from skillopt.models.llm import LLM, CallRecord, build_models, cache_key, preflight
+from skillopt.models.providers import GenSettings, HandlerResult, ProviderError, register_provider
+from skillopt.models.redaction import redact
 
 ROOT = Path(__file__).resolve().parents[2]
 MSGS = [{"role": "system", "content": "You route tickets."}, {"role": "user", "content": "Refund 900 EUR"}]
@@ -64,8 +66,8 @@ class Script:
         if isinstance(action, Exception):
             raise action
         if isinstance(action, tuple):
-            return action[0], 11, 7, action[1]
-        return action, 11, 7
+            return HandlerResult(action[0], 11, 7, action[1])
+        return HandlerResult(action, 11, 7)
 
 
 @pytest.fixture
@@ -307,7 +309,7 @@ def test_concurrency_limit_is_shared_by_every_role_of_a_model():
         finally:
             with lock:
                 inside[0] -= 1
-        return "ok", 1, 1
+        return HandlerResult("ok", 1, 1)
 
     register_provider("fake_slow", handler, via_litellm=True)
     settings = GenSettings(max_retries=0)
@@ -432,8 +434,9 @@ def test_redact_names_and_patterns(monkeypatch):
 # --- wiring -------------------------------------------------------------------------------------
 
 def test_importing_the_model_layer_does_not_import_litellm():
-    code = ("import sys, skillopt.models.llm as l; l.register_provider('q', lambda *a: ('x', 1, 1)); "
-            "l.LLM('q/m', 'target', l.GenSettings()).complete([{'role': 'user', 'content': 'hi'}], "
+    code = ("import sys, skillopt.models.llm as l, skillopt.models.providers as p; "
+            "p.register_provider('q', lambda *a: p.HandlerResult('x', 1, 1)); "
+            "l.LLM('q/m', 'target', p.GenSettings()).complete([{'role': 'user', 'content': 'hi'}], "
             "stage='rollout', step=0); print('litellm' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -468,3 +471,17 @@ def test_preflight_reports_one_line_problems(monkeypatch):
     assert preflight("hosted_vllm/qwen", api_base="http://127.0.0.1:8000/v1") is None
     assert preflight("fake_ok/m") is None
     assert "unknown local model" in preflight("local/no-such-model")
+
+
+def test_a_provider_answers_preflight_with_its_own_check():
+    register_provider("fake_checked", Script("ok"), preflight=lambda name: None if name == "good" else f"no {name}")
+    assert preflight("fake_checked/good") is None
+    assert preflight("fake_checked/bad") == "no bad"
+
+
+def test_token_prices_come_from_the_offline_cost_map():
+    assert bridge.token_prices("local/qwen2.5-coder-1.5b") == (0.0, 0.0)
+    assert bridge.token_prices("sim/target") == (0.0, 0.0)
+    prompt, completion = bridge.token_prices("openai/gpt-4o-mini")
+    assert 0 < prompt < completion
+    assert bridge.token_prices("hosted_vllm/no-such-model-anywhere") is None

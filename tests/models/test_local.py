@@ -9,7 +9,8 @@ import pytest
 
 from skillopt.models import local
 from skillopt.errors import ModelError
-from skillopt.models.llm import LLM, GenSettings
+from skillopt.models.llm import LLM
+from skillopt.models.providers import GenSettings
 
 # --- assembly and verification (tiny fake part sets) ------------------------------------------
 
@@ -125,7 +126,7 @@ def _require_qwen() -> None:
 @pytest.mark.slow
 def test_real_model_routes_a_ticket_through_litellm():
     _require_qwen()
-    from skillopt.tasks.task import load_task
+    from skillopt.tasks.loader import load_task
 
     task = load_task("ticket-routing")
     item = next(i for i in task.split("test") if i.expected == "legal")
@@ -183,5 +184,5 @@ def test_kv_reuse_never_changes_a_reply(monkeypatch):
     monkeypatch.setenv(local.PREFIX_CACHE_ENV, "0")
     # The last two calls of `order` were served from restored snapshots; read them from scratch.
     fresh = [engine.chat([{"role": "system", "content": s}, t], settings, None) for s, t in order[2:]]
-    assert [r[0] for r in reused[2:]] == [f[0] for f in fresh]
-    assert [r[1] for r in reused[2:]] == [f[1] for f in fresh]  # same prompt, same token count
+    assert [r.text for r in reused[2:]] == [f.text for f in fresh]
+    assert [r.prompt_tokens for r in reused[2:]] == [f.prompt_tokens for f in fresh]  # same prompt, same token count

@@ -12,16 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from skillopt.models import llm, sim, sim_optimizer
+from skillopt.models import llm, sim, sim_optimizer, simworld
 from skillopt.config import RunConfig
 from skillopt.errors import ModelError
-from skillopt.models.llm import LLM, RETRYABLE_KINDS, GenSettings, ProviderError, extract_json
+from skillopt.models.jsonreply import extract_json
+from skillopt.models.llm import LLM
+from skillopt.models.providers import RETRYABLE_KINDS, GenSettings, ProviderError
 from skillopt.patch import apply_edits
 from skillopt.prompts import prompt_messages
 from skillopt.reflect import StepBuffer, reflect
-from skillopt.models.sim import RULES, RULES_BY_ID, options, rule_for, skill_states, target_answer
+from skillopt.models.sim import options, target_answer
+from skillopt.models.simworld import RULES, RULES_BY_ID, rule_for, skill_states
 from skillopt.models.sim_optimizer import classify
-from skillopt.tasks.task import Trajectory, load_task
+from skillopt.tasks.loader import load_task
+from skillopt.tasks.task import Trajectory
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "data" / "tasks" / "sim-rulebook"
@@ -64,7 +68,7 @@ def test_splits_have_the_planned_sizes_and_every_rule_its_share():
 
 def test_every_item_falls_under_exactly_one_rule_whose_route_it_expects():
     for item in ITEMS:
-        order = sim.parse_order(TASK.render(item))
+        order = simworld.parse_order(TASK.render(item))
         applying = [r for r in RULES if r.applies(order)]
         assert len(applying) == 1 and applying[0].label == item.expected, item.id
 

@@ -3,7 +3,7 @@
     python data/tasks/sim-rulebook/generate.py [--out DIR]
 
 Orders of "Harbor & Pine Outfitters", an outdoor-gear shop. Every order falls under
-exactly one of the ten house rules defined in skillopt/sim.py (the simulated world); the
+exactly one of the ten house rules defined in skillopt/models/simworld.py (the simulated world); the
 generator builds the order so its rule applies and no other one does, and checks it with
 the world's own rule detector. 30 orders per rule, dealt 12 train / 6 selection / 12 test.
 Everything random comes from one random.Random(SEED).
@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from skillopt.models.sim import RULES, parse_order  # noqa: E402  (the world's rules decide the labels)
+from skillopt.models.simworld import RULES, parse_order  # noqa: E402  (the world's rules decide the labels)
 
 SEED = 20250307
 PER_RULE = 30

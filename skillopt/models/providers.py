@@ -1,0 +1,116 @@
+"""The provider registry: python backends that answer "prefix/name" model strings.
+
+A provider is a handler function plus how it is reached. The contract a handler meets is
+defined here and nowhere else: what it receives (GenSettings), what it returns
+(HandlerResult) and what it raises (ProviderError for a fault of one call, ModelError when
+the backend cannot be used at all, e.g. a missing package: that stops the run with its
+message). The built-in providers ("local", "sim") register themselves when their module is
+imported; `lookup` imports them on first use, so nothing here pulls llama.cpp or the
+simulator in until a model of theirs is asked for.
+
+Public API:
+    GenSettings, HandlerResult, Handler, ProviderError, RETRYABLE_KINDS, FATAL_KINDS
+    register_provider(prefix, handler, via_litellm=False, preflight=None)
+    lookup(prefix) -> Provider | None;  registered() -> list[tuple[str, Provider]]
+    BUILTIN_PROVIDERS: prefix -> module that registers it
+"""
+from __future__ import annotations
+
+import importlib
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class GenSettings:
+    temperature: float = 0.0
+    max_tokens: int = 512
+    timeout: float = 120.0
+    max_retries: int = 4
+
+
+@dataclass(frozen=True)
+class HandlerResult:
+    """One successful answer of a backend. cost_usd is for backends with a price of their
+    own (simulated budgets); calls routed through litellm are priced from its cost map."""
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float = 0.0
+
+
+# handler(model_name_after_prefix, messages, settings, response_format) -> HandlerResult
+Handler = Callable[[str, list[dict], GenSettings, dict | None], HandlerResult]
+# preflight(model_name_after_prefix) -> a one-line problem, or None. No network, no loading.
+Preflight = Callable[[str], str | None]
+
+RETRYABLE_KINDS = ("timeout", "rate_limit", "server", "connection", "empty")
+FATAL_KINDS = ("auth", "not_found", "context", "bad_request")
+
+
+class ProviderError(Exception):
+    """Raised by a backend handler (and mapped from litellm's exceptions).
+
+    kind: retryable = timeout | rate_limit | server | connection | empty;
+          fatal     = auth | not_found | context | bad_request.
+    retry_after: seconds the provider asked us to wait (429 Retry-After), if any.
+    """
+
+    def __init__(self, kind: str, message: str = "", retry_after: float | None = None):
+        super().__init__(message or kind)
+        self.kind = kind
+        self.retry_after = retry_after
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind in RETRYABLE_KINDS
+
+
+@dataclass(frozen=True)
+class Provider:
+    handler: Handler
+    via_litellm: bool
+    preflight: Preflight | None = None
+
+
+# Prefixes whose provider module registers itself on import; named, not imported, so that
+# the registry never pulls llama.cpp or the simulator in before a model of theirs is used.
+BUILTIN_PROVIDERS = {"local": "skillopt.models.local", "sim": "skillopt.models.sim"}
+
+_PROVIDERS: dict[str, Provider] = {}
+_LOCK = threading.Lock()
+
+
+def register_provider(prefix: str, handler: Handler, *, via_litellm: bool = False,
+                      preflight: Preflight | None = None) -> None:
+    """Route "prefix/name" models to `handler`. Re-registering a prefix replaces its handler.
+
+    via_litellm=False calls the handler directly (microseconds: the simulated world);
+    via_litellm=True makes the call go through litellm.completion as a CustomLLM, so the
+    local model exercises the same path, exceptions and accounting as any remote provider.
+    preflight, when given, answers the dashboard's check of a "prefix/name" model string.
+    """
+    if not prefix or "/" in prefix:
+        raise ValueError(f"provider prefix must be a non-empty name without '/', got {prefix!r}")
+    with _LOCK:
+        _PROVIDERS[prefix] = Provider(handler, via_litellm, preflight)
+
+
+def is_known(prefix: str) -> bool:
+    """Registered already, or a built-in provider that registers itself on first use."""
+    return prefix in _PROVIDERS or prefix in BUILTIN_PROVIDERS
+
+
+def lookup(prefix: str) -> Provider | None:
+    """The provider of `prefix`, importing a built-in one on first use; None when unknown.
+    An ImportError of a built-in provider's module propagates."""
+    if prefix not in _PROVIDERS and prefix in BUILTIN_PROVIDERS:
+        importlib.import_module(BUILTIN_PROVIDERS[prefix])
+    return _PROVIDERS.get(prefix)
+
+
+def registered() -> list[tuple[str, Provider]]:
+    """(prefix, provider) of every registered provider, a snapshot."""
+    with _LOCK:
+        return list(_PROVIDERS.items())
