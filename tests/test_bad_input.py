@@ -3,7 +3,7 @@
 and the problem, a non-zero exit, no traceback, and no run left in the store.
 
 The CLI cases run `python -m skillopt` in subprocesses, a few at a time; uploads go
-through the same functions the New run page calls (skillopt.ui.forms, skillopt.csvimport).
+through the same functions the New run page calls (skillopt.ui.forms, skillopt.tasks.csvimport).
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ import pytest
 from skillopt.tasks import csvimport
 from skillopt.errors import UserError
 from skillopt.skill import MAX_CHARS
+from skillopt.store.reader import Reader
 from skillopt.ui import forms
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,7 +86,7 @@ def generated(tmp: Path) -> list[Case]:
     huge_line = valid_task(tmp / "huge-line-task")
     with open(huge_line / "train.jsonl", "a", encoding="utf-8") as fh:
         fh.write('{"id": "big", "question": "' + "q" * (1024 * 1024 + 10) + '", "expected": "1"}\n')
-    unclosed = valid_task(tmp / "seed-skill-unclosed-block")  # task.py does not check markers; train must
+    unclosed = valid_task(tmp / "seed-skill-unclosed-block")  # the task loader checks markers: train and validate-task
     (unclosed / "seed_skill.md").write_text("# Fixture\n\nAnswer.\n\n<!-- SLOW_UPDATE_START -->\nNever closed.\n",
                                             encoding="utf-8")
     missing = tmp / "no-such-file"
@@ -149,13 +150,13 @@ def run_case(case: Case, db: Path) -> Outcome:
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     runs = 0
     if db.exists():
-        conn = sqlite3.connect(db)
+        reader = Reader(db)
         try:
-            runs = conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
-        except sqlite3.OperationalError:
+            runs = len(reader.runs())
+        except sqlite3.OperationalError:  # the file exists but holds no tables
             runs = 0
         finally:
-            conn.close()
+            reader.close()
     return Outcome(proc.returncode, proc.stdout, proc.stderr, runs)
 
 

@@ -1,11 +1,12 @@
 """Answers: reading a model's reply and quoting it back in feedback.
 
 Every evaluator (built-in, the LLM judge, a user's Python function) needs the same
-small toolkit: strip formatting that is not content, find numbers or a JSON object
-inside prose, compare text ignoring case and punctuation, and quote what the model
-said so the optimizer can read it. They live here, apart from the evaluators, so the
-registry, the judge and user-code loading share one copy without importing each
-other. Pure functions: no I/O, no state.
+small toolkit: strip formatting that is not content, find numbers inside prose,
+compare text ignoring case and punctuation, and quote what the model said so the
+optimizer can read it. They live here, apart from the evaluators, so the registry,
+the judge and user-code loading share one copy without importing each other. Finding
+a JSON object inside prose is models/jsonreply.py's first_json_object, the scanner the
+model layer uses too. Pure functions: no I/O, no state.
 """
 from __future__ import annotations
 
@@ -58,21 +59,6 @@ def parse_number(text: str) -> float | None:
 
 def find_numbers(text: str) -> list[float]:
     return [float(m.group(0).replace("\u2212", "-").replace(",", "")) for m in _NUMBER.finditer(text)]
-
-
-def first_json_object(text: str) -> dict | None:
-    """The first {...} in text that parses as a JSON object (models wrap JSON in prose)."""
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            value = None
-        if isinstance(value, dict):
-            return value
-        start = text.find("{", start + 1)
-    return None
 
 
 def show(value: Any) -> str:

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import TaskError
-from .task import MAX_FILE_BYTES, load_task
+from .loader import load_task
+from .task import MAX_FILE_BYTES
 
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024  # dashboard uploads: validated in memory, so kept small
 RESERVED = ("id", "expected")  # the id and answer fields of the written items
@@ -54,18 +55,20 @@ def csv_reader(text: str):
     return csv.reader(io.StringIO(text, newline=""), csv.excel, delimiter=delimiter)
 
 
-def _parse(data: bytes, source: str, mapping: Mapping[str, str], id_column: str | None,
-           answer_column: str | None, limit: int) -> tuple[list[dict], list[str]]:
-    """(items as they would be written, every problem as "source:line: problem")."""
+def _decode(data: bytes, source: str, limit: int) -> tuple[str | None, str]:
+    """(the CSV text, "") or (None, the one problem that stops it being read at all)."""
     if len(data) > limit:
-        return [], [f"{source}: file is {len(data) / 2**20:.1f} MB; the limit is {limit // 2**20} MB"]
+        return None, f"{source}: file is {len(data) / 2**20:.1f} MB; the limit is {limit // 2**20} MB"
     if b"\x00" in data:
-        return [], [f"{source}: binary file (NUL byte); expected CSV text"]
+        return None, f"{source}: binary file (NUL byte); expected CSV text"
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig"), ""
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        return [], [f"{source}:{line}: not UTF-8 (byte 0x{data[exc.start]:02x}); re-save the CSV as UTF-8"]
+        return None, f"{source}:{line}: not UTF-8 (byte 0x{data[exc.start]:02x}); re-save the CSV as UTF-8"
+
+
+def _mapping_problems(source: str, mapping: Mapping[str, str], answer_column: str | None) -> list[str]:
     problems: list[str] = []
     if not mapping:
         problems.append(f"{source}: map at least one CSV column to a task field")
@@ -77,19 +80,21 @@ def _parse(data: bytes, source: str, mapping: Mapping[str, str], id_column: str 
     elif answer_column in mapping.values():
         problems.append(f"{source}: answer column '{answer_column}' is also mapped as an input; "
                         "the model would see the answer")
-    reader = csv_reader(text)
-    try:
-        header = [h.strip() for h in next(reader)]
-    except (StopIteration, csv.Error):
-        return [], problems + [f"{source}:1: no header row"]
-    for column in [*mapping.values(), answer_column, id_column]:
-        if column and column not in header:
-            problems.append(f"{source}:1: column '{column}' not in the header (columns: {', '.join(header)})")
+    return problems
+
+
+def _header_problems(source: str, header: list[str], columns: list[str | None]) -> list[str]:
+    problems = [f"{source}:1: column '{column}' not in the header (columns: {', '.join(header)})"
+                for column in columns if column and column not in header]
     duplicated = sorted({h for h in header if header.count(h) > 1})
     if duplicated:
         problems.append(f"{source}:1: header repeats column '{duplicated[0]}'")
-    if problems:
-        return [], problems
+    return problems
+
+
+def _rows(reader, header: list[str], source: str, mapping: Mapping[str, str], id_column: str | None,
+          answer_column: str, problems: list[str]) -> list[dict]:
+    """The items under the header; each bad row is reported in problems and skipped."""
     at = {h: header.index(h) for h in header}
     rows: list[dict] = []
     seen: dict[str, int] = {}
@@ -117,6 +122,25 @@ def _parse(data: bytes, source: str, mapping: Mapping[str, str], id_column: str 
                              "expected": answer})
     except csv.Error as exc:
         problems.append(f"{source}:{reader.line_num}: bad CSV: {exc}")
+    return rows
+
+
+def _parse(data: bytes, source: str, mapping: Mapping[str, str], id_column: str | None,
+           answer_column: str | None, limit: int) -> tuple[list[dict], list[str]]:
+    """(items as they would be written, every problem as "source:line: problem")."""
+    text, problem = _decode(data, source, limit)
+    if text is None:
+        return [], [problem]
+    problems = _mapping_problems(source, mapping, answer_column)
+    reader = csv_reader(text)
+    try:
+        header = [h.strip() for h in next(reader)]
+    except (StopIteration, csv.Error):
+        return [], problems + [f"{source}:1: no header row"]
+    problems += _header_problems(source, header, [*mapping.values(), answer_column, id_column])
+    if problems:
+        return [], problems
+    rows = _rows(reader, header, source, mapping, id_column, answer_column, problems)
     if not rows and not problems:
         problems.append(f"{source}: no data rows under the header")
     return rows, problems
@@ -176,7 +200,7 @@ def import_csv(csv_path: str | Path, out_dir: str | Path, *, mapping: Mapping[st
         "items.jsonl": "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows),
         "seed_skill.md": f"# {name}\n\nAnswer each item using the fields given. Reply with the answer only.\n",
         "README.md": (f"# {name}\n\nImported from `{csv_path.name}` (sha256 `{digest}`, {len(rows)} rows) by "
-                      "`skillopt.csvimport.import_csv`.\n\n"
+                      "`skillopt.tasks.csvimport.import_csv`.\n\n"
                       + "".join(f"- task field `{f}` <- CSV column `{c}`\n" for f, c in mapping.items())
                       + f"- expected answer <- CSV column `{answer_column}`\n"
                       + (f"- id <- CSV column `{id_column}`\n" if id_column else "- id: row number\n")

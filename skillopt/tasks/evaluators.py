@@ -4,8 +4,9 @@ Every evaluator returns an Evaluation (hard 0/1, soft 0..1, feedback). The feedb
 is read by the optimizer model, so it always says what was expected, what came,
 and why that is wrong: a small optimizer can only fix what the feedback names.
 
-Registry: EVALUATORS maps a type name to a factory(options, base_dir) -> Evaluator.
-build_evaluator() validates a task.toml [evaluator] table and returns one.
+Registry: EVALUATORS maps a type name to a factory(options, base_dir) -> Scorer, the
+protocol every evaluator type implements. build_evaluator() validates a task.toml
+[evaluator] table and returns one.
 
 Types and options (task.toml [evaluator] table; unknown options are an error):
     exact        -                       output == expected (a list = any of them)
@@ -30,9 +31,10 @@ Types and options (task.toml [evaluator] table; unknown options are an error):
     llm_judge    rubric, threshold=0.5   asks the judge for {"score": 0..1, "feedback"}
 
 This module holds the registry and the string and number comparisons. Helpers for
-reading replies live in answers.py, json_fields in jsonfields.py, llm_judge in
-judge.py, and user code (python evaluators, plug-ins) is imported only through
-usercode.load_callable(); none of them imports litellm, the store or streamlit.
+reading replies live in answers.py (the JSON object finder in models/jsonreply.py),
+json_fields in jsonfields.py, llm_judge in judge.py, and user code (python evaluators,
+plug-ins) is imported only through usercode.load_callable(); none of them imports
+litellm, the store or streamlit.
 """
 from __future__ import annotations
 
@@ -44,29 +46,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
 
-# The helpers and the evaluators that moved out are re-exported: callers and tests
-# import them from here, the one place that names every evaluator.
-from .answers import (FEEDBACK_CLIP, clean_output, clip, find_numbers, first_json_object, format_number,  # noqa: F401
-                      json_type, normalize_text, parse_number, show, tail)
+from .answers import clip, find_numbers, format_number, normalize_text, parse_number, show, tail
 from ..errors import TaskError
 from .jsonfields import JsonFields
-from .judge import JUDGE_SYSTEM, LlmJudge  # noqa: F401
+from .judge import LlmJudge
 from .task import Evaluation, Item
-from .usercode import PythonFunction, coerce_result, load_callable  # noqa: F401
+from .usercode import PythonFunction, load_callable
 
 # Bump when an evaluator's scoring code changes: it is part of every evaluator's
 # version, so cached per-item scores from older code are never reused.
 CODE_VERSION = "1"
 
 
-class Evaluator(Protocol):
+class Scorer(Protocol):
+    """What a task.toml [evaluator] table builds: it scores one output of one item."""
     version: str  # changes whenever the scoring could change: type, options, code
     needs_expected: bool  # False: items may omit the answer field
 
     def evaluate(self, item: Item, output: str, judge: Callable | None = None) -> Evaluation: ...
 
     def check(self, expected: Any) -> str: ...  # "" or the problem with one item's expected value
-
 
 
 def _version(kind: str, options: Mapping[str, Any], extra: str = "") -> str:
@@ -283,22 +282,22 @@ class Contains:
 
 # ---------------------------------------------------------------- registry
 
-def _exact(options: Mapping, base_dir: Path | None) -> Evaluator:
+def _exact(options: Mapping, base_dir: Path | None) -> Scorer:
     return Exact(_version("exact", _options("exact", options, {})))
 
 
-def _normalized(options: Mapping, base_dir: Path | None) -> Evaluator:
+def _normalized(options: Mapping, base_dir: Path | None) -> Scorer:
     return Normalized(_version("normalized", _options("normalized", options, {})))
 
 
-def _numeric(options: Mapping, base_dir: Path | None) -> Evaluator:
+def _numeric(options: Mapping, base_dir: Path | None) -> Scorer:
     o = _options("numeric", options, {"tolerance": (float, 0.0), "relative": (bool, False), "marker": (str, "")})
     if o["tolerance"] < 0 or not math.isfinite(o["tolerance"]):
         raise TaskError(f"evaluator 'numeric' option 'tolerance' must be a non-negative number, got {o['tolerance']}")
     return Numeric(_version("numeric", o), o["tolerance"], o["relative"], o["marker"].strip())
 
 
-def _regex(options: Mapping, base_dir: Path | None) -> Evaluator:
+def _regex(options: Mapping, base_dir: Path | None) -> Scorer:
     o = _options("regex", options, {"pattern": (str, None), "ignore_case": (bool, False)})
     uses_expected = "{expected}" in o["pattern"]
     try:
@@ -308,7 +307,7 @@ def _regex(options: Mapping, base_dir: Path | None) -> Evaluator:
     return Regex(_version("regex", o), o["pattern"], o["ignore_case"], uses_expected)
 
 
-def _choice(options: Mapping, base_dir: Path | None) -> Evaluator:
+def _choice(options: Mapping, base_dir: Path | None) -> Scorer:
     o = _options("choice", options, {"labels": (list, None), "lenient": (bool, True)})
     labels = _text_list("choice", "labels", o["labels"])
     if len(labels) < 2:
@@ -318,24 +317,24 @@ def _choice(options: Mapping, base_dir: Path | None) -> Evaluator:
     return Choice(_version("choice", o), tuple(labels), o["lenient"])
 
 
-def _contains(options: Mapping, base_dir: Path | None) -> Evaluator:
+def _contains(options: Mapping, base_dir: Path | None) -> Scorer:
     o = _options("contains", options, {"ignore_case": (bool, True)})
     return Contains(_version("contains", o), o["ignore_case"])
 
 
-def _json_fields(options: Mapping, base_dir: Path | None) -> Evaluator:
+def _json_fields(options: Mapping, base_dir: Path | None) -> Scorer:
     o = _options("json_fields", options, {"fields": (list, []), "ignore_case": (bool, False)})
     fields = _text_list("json_fields", "fields", o["fields"]) if o["fields"] else []
     return JsonFields(_version("json_fields", o), tuple(fields), o["ignore_case"])
 
 
-def _python(options: Mapping, base_dir: Path | None) -> Evaluator:
+def _python(options: Mapping, base_dir: Path | None) -> Scorer:
     o = _options("python", options, {"function": (str, None)})
     function, digest = load_callable(o["function"], base_dir, "evaluator function")
     return PythonFunction(_version("python", o, digest), o["function"], function)
 
 
-def _llm_judge(options: Mapping, base_dir: Path | None) -> Evaluator:
+def _llm_judge(options: Mapping, base_dir: Path | None) -> Scorer:
     o = _options("llm_judge", options, {"rubric": (str, None), "threshold": (float, 0.5)})
     if not o["rubric"].strip():
         raise TaskError("evaluator 'llm_judge' option 'rubric' must not be empty")
@@ -344,7 +343,7 @@ def _llm_judge(options: Mapping, base_dir: Path | None) -> Evaluator:
     return LlmJudge(_version("llm_judge", o), o["rubric"].strip(), o["threshold"])
 
 
-EVALUATORS: dict[str, Callable[[Mapping, Path | None], Evaluator]] = {
+EVALUATORS: dict[str, Callable[[Mapping, Path | None], Scorer]] = {
     "exact": _exact,
     "normalized": _normalized,
     "numeric": _numeric,
@@ -357,7 +356,7 @@ EVALUATORS: dict[str, Callable[[Mapping, Path | None], Evaluator]] = {
 }
 
 
-def build_evaluator(table: Any, base_dir: Path | None = None) -> Evaluator:
+def build_evaluator(table: Any, base_dir: Path | None = None) -> Scorer:
     """Build from a task.toml [evaluator] table; raises TaskError (without a file prefix)."""
     if isinstance(table, str):
         table = {"type": table}
@@ -367,7 +366,7 @@ def build_evaluator(table: Any, base_dir: Path | None = None) -> Evaluator:
     kind = table.get("type")
     if not isinstance(kind, str) or not kind:
         raise TaskError(f"[evaluator] needs a 'type' (one of: {', '.join(EVALUATORS)})")
-    if kind.startswith("python:"):  # SPEC shorthand: type = "python:module:function"
+    if kind.startswith("python:"):  # shorthand: type = "python:module:function"
         kind, options = "python", {**options, "function": kind.split(":", 1)[1]}
     if kind not in EVALUATORS:
         raise TaskError(f"unknown evaluator type '{kind}' (one of: {', '.join(EVALUATORS)})")

@@ -26,7 +26,7 @@ task.toml:
     seed_skill = "seed_skill.md"  # optional, default shown
     plugin = "module:factory"     # optional, see below
 
-    [evaluator]                   # see skillopt/evaluators.py for every type's options
+    [evaluator]                   # see skillopt/tasks/evaluators.py for every type's options
     type = "choice"
     labels = ["billing", "technical"]
 
@@ -45,15 +45,16 @@ over 1 MB is rejected; every file must be UTF-8. Paths stay inside the task fold
 
 Plug-ins: `plugin = "module:factory"` loads module.py from the task folder (or an
 importable module of that name, never another path) and calls factory(task) with the
-loaded Task; it returns an object satisfying TaskProtocol, usually a wrapper whose
-rollout() runs several turns or tools.
+loaded Task (usercode.apply_plugin); it returns an object satisfying TaskProtocol,
+usually a wrapper whose rollout() runs several turns or tools.
 
 Why a module of its own: turning user files into a Task is the part of the engine
 that meets untrusted input, so every check (encoding, sizes, TOML keys, ids, answer
 fields, placeholders, paths inside the folder) lives here, behind one entry point,
 build_task(folder, Problems). Problems either raises on the first problem
 (load_task) or collects them all (validate_task), so both report the same
-"file:line: problem" messages. task.py keeps the data types and the public API.
+"file:line: problem" messages. task.py keeps the data types and the limits, and
+loader.py the entry points (load_task, validate_task, list_tasks) built on this one.
 """
 from __future__ import annotations
 
@@ -67,9 +68,10 @@ from typing import Any
 
 from . import task as _task  # MAX_FILE_BYTES / MAX_LINE_BYTES are read at call time, so lowering them there applies
 from ..errors import SkillError, TaskError
-from .evaluators import build_evaluator, load_callable
+from .evaluators import Scorer, build_evaluator
 from ..skill import validate as validate_skill
 from .task import SPLITS, Item, Task, TaskProtocol
+from .usercode import apply_plugin
 
 NUL, NEWLINE = b"\x00", b"\n"
 TOML_KEYS = ("name", "description", "prompt", "answer_field", "id_field", "input_fields", "seed_skill",
@@ -259,8 +261,8 @@ def _string_key(data: dict, key: str, default: str | None, toml: str, tpath: Pat
     return value
 
 
-def build_task(folder: Path, problems: Problems) -> Task | None:
-    tpath = folder / "task.toml"
+def _load_toml(tpath: Path, problems: Problems) -> tuple[str, dict] | None:
+    """(text, table) of task.toml, its unknown keys reported; None when it is unreadable."""
     toml = _read_text(tpath, problems, "task.toml")
     if toml is None:
         return None
@@ -272,42 +274,68 @@ def build_task(folder: Path, problems: Problems) -> Task | None:
         return None
     for key in sorted(set(data) - set(TOML_KEYS)):
         problems.add(f"{tpath}:{_key_line(toml, key) or 1}", f"unknown key '{key}' (known: {', '.join(TOML_KEYS)})")
+    return toml, data
 
-    name = _string_key(data, "name", None, toml, tpath, problems)
+
+def _description(data: dict, toml: str, tpath: Path, problems: Problems) -> str:
     description = data.get("description", "")
     if not isinstance(description, str):
         problems.add(f"{tpath}:{_key_line(toml, 'description') or 1}", "'description' must be a string")
-        description = ""
-    answer_field = _string_key(data, "answer_field", "expected", toml, tpath, problems)
-    id_field = _string_key(data, "id_field", "id", toml, tpath, problems)
+        return ""
+    return description
+
+
+def _input_fields(data: dict, toml: str, tpath: Path, problems: Problems) -> list[str] | None:
     input_fields = data.get("input_fields")
     if input_fields is not None and not (isinstance(input_fields, list) and input_fields
                                          and all(isinstance(f, str) and f for f in input_fields)):
         problems.add(f"{tpath}:{_key_line(toml, 'input_fields') or 1}", "'input_fields' must be a list of field names")
-        input_fields = None
-    prompt = _check_prompt(data, toml, tpath, problems, input_fields)
+        return None
+    return input_fields
 
-    evaluator = None
+
+def _evaluator(data: dict, folder: Path, toml: str, tpath: Path, problems: Problems) -> Scorer | None:
     try:
-        evaluator = build_evaluator(data.get("evaluator"), folder)
+        return build_evaluator(data.get("evaluator"), folder)
     except TaskError as exc:
         problems.add(f"{tpath}:{_key_line(toml, 'evaluator') or 1}", str(exc))
+        return None
 
-    seed_skill = None
+
+def _seed_skill(data: dict, folder: Path, toml: str, tpath: Path, problems: Problems) -> str | None:
     skill_name = _string_key(data, "seed_skill", "seed_skill.md", toml, tpath, problems)
     skill_path = _inside(folder, skill_name, problems, str(tpath)) if skill_name else None
-    if skill_path is not None:
-        seed_skill = _read_text(skill_path, problems, "seed skill")
-        if seed_skill is not None and not seed_skill.strip():
-            problems.add(str(skill_path), "seed skill is empty; write at least one line describing the task")
-            seed_skill = None
-        try:  # the same checks a skill passed with --seed-skill gets (size, control characters, markers)
-            if seed_skill is not None:
-                validate_skill(seed_skill, str(skill_path))
-        except SkillError as exc:
-            problems.add_line(str(exc))
-            seed_skill = None
+    if skill_path is None:
+        return None
+    seed_skill = _read_text(skill_path, problems, "seed skill")
+    if seed_skill is None:
+        return None
+    if not seed_skill.strip():
+        problems.add(str(skill_path), "seed skill is empty; write at least one line describing the task")
+        return None
+    try:  # the same checks a skill passed with --seed-skill gets (size, control characters, markers)
+        validate_skill(seed_skill, str(skill_path))
+    except SkillError as exc:
+        problems.add_line(str(exc))
+        return None
+    return seed_skill
 
+
+def build_task(folder: Path, problems: Problems) -> TaskProtocol | None:
+    """The task a folder holds (a plug-in's wrapper when it names one); None once its problems are reported."""
+    tpath = folder / "task.toml"
+    loaded = _load_toml(tpath, problems)
+    if loaded is None:
+        return None
+    toml, data = loaded
+    name = _string_key(data, "name", None, toml, tpath, problems)
+    description = _description(data, toml, tpath, problems)
+    answer_field = _string_key(data, "answer_field", "expected", toml, tpath, problems)
+    id_field = _string_key(data, "id_field", "id", toml, tpath, problems)
+    input_fields = _input_fields(data, toml, tpath, problems)
+    prompt = _check_prompt(data, toml, tpath, problems, input_fields)
+    evaluator = _evaluator(data, folder, toml, tpath, problems)
+    seed_skill = _seed_skill(data, folder, toml, tpath, problems)
     files = _split_files(folder, data, toml, problems, tpath, id_field or "id")
     splits = _items(files, answer_field or "expected", id_field or "id", input_fields,
                     _placeholders(prompt) if prompt else [], evaluator, problems)
@@ -320,28 +348,11 @@ def build_task(folder: Path, problems: Problems) -> Task | None:
     plugin = data.get("plugin")
     if plugin is None:
         return task
-    where = f"{tpath}:{_key_line(toml, 'plugin') or 1}"
     try:
-        factory, _ = load_callable(plugin if isinstance(plugin, str) else "", folder, "plugin")
-        wrapped = factory(task)
+        return apply_plugin(task, plugin, folder, f"{tpath}:{_key_line(toml, 'plugin') or 1}")
     except TaskError as exc:
-        problems.add(where, str(exc))
+        problems.add_line(str(exc))
         return None
-    except Exception as exc:  # user code
-        problems.add(where, f"plugin factory '{plugin}' raised {type(exc).__name__}: {exc}")
-        return None
-    if not isinstance(wrapped, TaskProtocol):
-        problems.add(where, f"plugin factory '{plugin}' returned {type(wrapped).__name__}, which lacks the TaskProtocol "
-                            "attributes (name, description, path, seed_skill, evaluator_version, with_seed_skill, split, items, "
-                            "messages, render, evaluate, rollout)")
-        return None
-    if wrapped.seed_skill != task.seed_skill:  # a plug-in's own seed skill gets the same checks
-        try:
-            validate_skill(wrapped.seed_skill, f"{where} (plugin seed skill)")
-        except SkillError as exc:
-            problems.add_line(str(exc))
-            return None
-    return wrapped
 
 
 def _items(files, answer_field: str, id_field: str, input_fields, placeholders: list[str], evaluator,

@@ -12,7 +12,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .answers import first_json_object, json_type, show
+from .answers import json_type, show
+from ..models.jsonreply import first_json_object
 from .task import Evaluation, Item
 
 

@@ -13,8 +13,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .answers import clip, first_json_object, show
+from .answers import clip, show
 from ..errors import TaskError
+from ..models.jsonreply import first_json_object
 from .task import Evaluation, Item
 
 JUDGE_SYSTEM = ("You grade one answer against a rubric. Reply with only a JSON object: "

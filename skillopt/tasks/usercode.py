@@ -5,9 +5,9 @@ A task may name Python to run: `type = "python:module:fn"` (or `function =` in t
 place the engine executes code it did not ship, so it is kept here, apart from the
 evaluators and the task reader: a module name (never a path) is resolved only in the
 task folder or among already-importable modules, each file is loaded once per
-(path, mtime, size), and its source digest versions the eval cache. The python
-evaluator and the coercion of whatever a user function returns live here too, since
-they are the only callers of that code at scoring time.
+(path, mtime, size), and its source digest versions the eval cache. Applying a
+plug-in factory to a loaded task, the python evaluator and the coercion of whatever
+a user function returns live here too, since they are the only callers of that code.
 """
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .answers import clip
-from ..errors import TaskError
-from .task import Evaluation, Item
+from ..errors import SkillError, TaskError
+from ..skill import validate as validate_skill
+from .task import Evaluation, Item, TaskProtocol
 
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _LOADED: dict[tuple[str, int, int], Any] = {}
@@ -59,6 +60,31 @@ def load_callable(spec: str, base_dir: Path | None, what: str = "function") -> t
     source = getattr(module, "__file__", None)
     digest = hashlib.sha256(Path(source).read_bytes()).hexdigest()[:12] if source and Path(source).is_file() else ""
     return target, digest
+
+
+def apply_plugin(task: TaskProtocol, plugin: Any, folder: Path, where: str) -> TaskProtocol:
+    """What task.toml's `plugin = "module:factory"` builds around the loaded task, checked like a task.
+
+    Raises TaskError("where: problem") when the factory cannot be loaded, raises, or
+    returns no task, and the skill check's message when its own seed skill is bad.
+    """
+    try:
+        factory, _ = load_callable(plugin if isinstance(plugin, str) else "", folder, "plugin")
+        wrapped = factory(task)
+    except TaskError as exc:
+        raise TaskError(f"{where}: {exc}") from None
+    except Exception as exc:  # user code
+        raise TaskError(f"{where}: plugin factory '{plugin}' raised {type(exc).__name__}: {exc}") from None
+    if not isinstance(wrapped, TaskProtocol):
+        raise TaskError(f"{where}: plugin factory '{plugin}' returned {type(wrapped).__name__}, which lacks the "
+                        "TaskProtocol attributes (name, description, path, seed_skill, evaluator_version, "
+                        "with_seed_skill, split, items, messages, render, evaluate, rollout)")
+    if wrapped.seed_skill != task.seed_skill:  # a plug-in's own seed skill gets the same checks
+        try:
+            validate_skill(wrapped.seed_skill, f"{where} (plugin seed skill)")
+        except SkillError as exc:
+            raise TaskError(str(exc)) from None
+    return wrapped
 
 
 def _load_file(path: Path, module_name: str) -> Any:

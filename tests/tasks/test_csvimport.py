@@ -10,7 +10,8 @@ import pytest
 from skillopt.tasks import csvimport
 from skillopt.tasks.csvimport import import_csv, import_csv_bytes, preview_csv
 from skillopt.errors import TaskError
-from skillopt.tasks.task import SPLITS, load_task, validate_task
+from skillopt.tasks.loader import load_task, validate_task
+from skillopt.tasks.task import SPLITS
 
 MAPPING = {"subject": "Subject", "body": "Body"}
 

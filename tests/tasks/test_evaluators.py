@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from skillopt.errors import TaskError
-from skillopt.tasks.evaluators import (EVALUATORS, build_evaluator, clean_output, find_numbers, first_json_object,
-                                 normalize_text)
+from skillopt.models.jsonreply import first_json_object
+from skillopt.tasks.answers import clean_output, find_numbers, normalize_text
+from skillopt.tasks.evaluators import EVALUATORS, build_evaluator
 from skillopt.tasks.task import Evaluation, Item
 
 
@@ -161,7 +162,7 @@ def write_module(folder: Path, name: str, body: str) -> None:
     ("def f(item, output):\n    return (1, 0.7, 'fine')\n", 1.0, 0.7, "fine"),
     ("def f(item, output):\n    return 0.25\n", 0.0, 0.25, "score 0.25"),
     ("def f(item, output):\n    return 1.0\n", 1.0, 1.0, "score 1"),
-    ("from skillopt.task import Evaluation\ndef f(item, output):\n    return Evaluation(0.0, 0.4, 'half')\n",
+    ("from skillopt.tasks.task import Evaluation\ndef f(item, output):\n    return Evaluation(0.0, 0.4, 'half')\n",
      0.0, 0.4, "half"),
     ("def f(item, output):\n    return (1, 3.0, 'clamped')\n", 1.0, 1.0, "clamped"),
     ("def f(item, output):\n    raise ValueError('bad output')\n", 0.0, 0.0, "raised ValueError: bad output"),

@@ -11,8 +11,8 @@ import pytest
 
 from skillopt.tasks import task as task_module
 from skillopt.errors import TaskError, UserError
-from skillopt.tasks.task import (SPLITS, BUILTIN_DIR, Evaluation, Item, Task, TaskProtocol, Trajectory, expected_text,
-                           list_tasks, load_task, resolve_task_path, validate_task)
+from skillopt.tasks.loader import BUILTIN_DIR, list_tasks, load_task, resolve_task_path, validate_task
+from skillopt.tasks.task import SPLITS, Evaluation, Item, Task, TaskProtocol, Trajectory, expected_text
 
 BAD = Path(__file__).parents[1] / "fixtures" / "bad" / "tasks"
 BUILTINS = ("ticket-routing", "invoice-extraction", "word-problems")
