@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from skillopt.store.writer import LIVE_STATUSES as LIVE
+from skillopt.store.reader import Reader
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"  # git-ignored; CI keeps it
@@ -123,15 +123,14 @@ def stop_trainers(db: Path) -> None:
     """
     if not db.exists():
         return
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    reader = Reader(db)
     try:
-        rows = conn.execute(f"SELECT pid FROM runs WHERE pid IS NOT NULL AND status IN ({','.join('?' * len(LIVE))})",
-                            LIVE).fetchall()
-    except sqlite3.OperationalError:
-        rows = []
+        pids = [pid for pid in reader.live_pids().values() if pid is not None]
+    except sqlite3.OperationalError:  # the file exists but no trainer has created the tables yet
+        pids = []
     finally:
-        conn.close()
-    for (pid,) in rows:
+        reader.close()
+    for pid in pids:
         try:
             os.killpg(pid, signal.SIGTERM)
         except (ProcessLookupError, PermissionError):

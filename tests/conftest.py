@@ -1,4 +1,5 @@
-"""Shared fixtures: a store filled by a REAL simulated run (not hand-written rows)."""
+"""Shared fixtures and pytest hooks: a store filled by a REAL simulated run (not hand-written
+rows). Helpers that test files import live in tests/helpers.py, not here."""
 from __future__ import annotations
 
 import sys
@@ -9,26 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-SIM = ("target_model=sim/target", "optimizer_model=sim/optimizer")
-
-
-def sim_config(*overrides: str):
-    from skillopt.config import load_config
-
-    return load_config(None, [*SIM, *overrides])
-
-
-def run_sim(db: Path, *overrides: str, task: str = "sim-rulebook", name: str = "") -> str:
-    """Train on the simulated world into `db`; returns the run id."""
-    from skillopt import runner
-    from skillopt.store.writer import Store
-
-    store = Store(db)
-    try:
-        run_id, _ = runner.start(store, task, sim_config(*overrides), name=name)
-    finally:
-        store.close()
-    return run_id
+from tests.helpers import run_sim  # noqa: E402  (needs the root on sys.path)
 
 
 @pytest.fixture(scope="session")

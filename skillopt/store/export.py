@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from ..vocabulary import TEST_SKILLS
 from .reader import Reader
 
 STEP_COLUMNS = ("step", "epoch", "edit_budget", "train_hard", "train_soft", "selection_score",
@@ -42,7 +43,7 @@ def run_document(reader: Reader, run_id: str) -> dict[str, Any]:
                           "score_before": u["score_before"], "score_after": u["score_after"]}
                          for u in reader.slow_updates(run_id)],
         "meta_skills": [{"epoch": m["epoch"], "content": m["content"]} for m in reader.meta_skills(run_id)],
-        "test": {w: (tests[w]["score"] if w in tests else None) for w in ("seed", "best", "final")},
+        "test": {w: (tests[w]["score"] if w in tests else None) for w in TEST_SKILLS},
         "usage": {k: usage.get(k, 0) for k in ("target_calls", "optimizer_calls", "judge_calls", "prompt_tokens",
                                                 "completion_tokens", "cost_usd", "cache_hits", "eval_cache_hits",
                                                 "errors")},

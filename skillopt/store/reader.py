@@ -1,6 +1,6 @@
 """Read-only access to the store, for the dashboard, `show`, `runs` and `export`.
 
-Every query names the run and reads only what a view shows; the indexes in store.py
+Every query names the run and reads only what a view shows; the indexes in schema.py
 back each one. Connections are opened read-only, so a reader can never corrupt a run.
 """
 from __future__ import annotations
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..vocabulary import LIVE_STATUSES
 from .writer import connect, db_path
 
 
@@ -155,7 +156,7 @@ class Reader:
         return self.q("SELECT * FROM llm_calls WHERE run_id = ? AND error != '' ORDER BY id DESC LIMIT ?",
                       (run_id, limit))
 
-    # ---- pages: Skill evolution, Gate timeline, Slow updates, Rollouts (h6) ---------------
+    # ---- pages: Skill evolution, Gate timeline, Slow updates, Rollouts -----------------
     # Each query is bounded by the run and, where a table grows with the run (rollouts),
     # by one step or one split, so the pages stay fast on runs with 100,000+ rollouts.
     def applied_edits(self, run_id: str) -> list[dict[str, Any]]:
@@ -206,13 +207,12 @@ class Reader:
         rows = self.conn.execute("SELECT step, purpose, item_id, hard FROM rollouts "
                                  "WHERE run_id = ? AND split = 'selection' ORDER BY step", (run_id,)).fetchall()
         return [tuple(r) for r in rows]
-    # ---- end of h6 block ----------------------------------------------------------------
 
-    # ---- h5 block: Home, Monitor, Approvals, Compare ----------------------------------------
+    # ---- pages: Home, Monitor, Approvals, Compare --------------------------------------
     def live_pids(self) -> dict[str, int | None]:
         """pid of every run that claims to be live (runs_by_status index), to spot dead trainers."""
         return {r["id"]: r["pid"] for r in self.q(
-            "SELECT id, pid FROM runs WHERE status IN ('pending', 'running', 'waiting_approval', 'stopping')")}
+            f"SELECT id, pid FROM runs WHERE status IN ({','.join('?' * len(LIVE_STATUSES))})", LIVE_STATUSES)}
 
     def pending_approval_step(self, run_id: str) -> int | None:
         """The step whose edits wait for a decision (approvals_pending index), or None."""
@@ -227,4 +227,3 @@ class Reader:
     def seed_score(self, run_id: str) -> float | None:
         row = self.one("SELECT score FROM skill_versions WHERE run_id = ? AND step = 0 AND kind = 'seed'", (run_id,))
         return row["score"] if row else None
-    # ---- end of h5 block ----------------------------------------------------------------

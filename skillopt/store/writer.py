@@ -2,10 +2,10 @@
 
 One database file holds every run. WAL lets the dashboard read while trainers write.
 The trainer process is the only writer of its run's rows; the dashboard writes only
-control rows (stop requests, approval decisions) through the small control API at the
-bottom. Units of work (a step, an epoch end, a test evaluation) are written in one
+control rows (stop requests, approval decisions) through the small control API below.
+Units of work (a step, an epoch end, a test evaluation) are written in one
 transaction together with the state to resume from, so a reader or a resumed run never
-sees half a step. No API key or secret is ever written here (llm.py redacts errors).
+sees half a step. No API key or secret is ever written here (models/llm.py redacts errors).
 """
 from __future__ import annotations
 
@@ -25,13 +25,12 @@ from ..errors import UserError
 from ..models.llm import CallRecord
 from .schema import migrations
 from ..skill import sha
+from ..state import State, edit_json
 from ..tasks.task import Item, Trajectory
+from ..vocabulary import FINAL_APPROVALS, FINAL_STATUSES
 
 DEFAULT_DB = Path("data/runs/skillopt.db")
 BUSY_TIMEOUT_MS = 30_000  # writers hold locks for milliseconds; 30 s covers any burst
-
-LIVE_STATUSES = ("pending", "running", "waiting_approval", "stopping")
-FINAL_STATUSES = ("completed", "stopped", "failed", "budget_exhausted")
 
 
 def db_path(path: str | os.PathLike | None = None) -> Path:
@@ -124,11 +123,11 @@ class Store:
         rows = self.query("SELECT seed_skill FROM runs WHERE id = ?", (run_id,))
         return rows[0][0] if rows else None
 
-    def load_state(self, run_id: str) -> ev.State | None:
+    def load_state(self, run_id: str) -> State | None:
         row = self.run(run_id)
         if row is None or not row["state_json"]:
             return None
-        return ev.State.from_json(json.loads(row["state_json"]))
+        return State.from_json(json.loads(row["state_json"]))
 
     def discard_after(self, run_id: str, step: int) -> None:
         """Drop the partial work of an interrupted step (it is redone from the cache on resume)."""
@@ -153,8 +152,9 @@ class Store:
             c.execute("UPDATE runs SET stop_requested = 0 WHERE id = ?", (run_id,))
 
     def decide(self, run_id: str, step: int, idx: int, status: str, content: str | None = None) -> None:
-        if status not in ("approved", "rejected", "edited"):
-            raise UserError(f"approval status must be approved, rejected or edited, not {status!r}")
+        if status not in FINAL_APPROVALS:
+            raise UserError(f"approval status must be {', '.join(FINAL_APPROVALS[:-1])} or {FINAL_APPROVALS[-1]}, "
+                            f"not {status!r}")
         with self.tx() as c:
             c.execute("UPDATE approvals SET status = ?, content = COALESCE(?, content), decided_at = ? "
                       "WHERE run_id = ? AND step = ? AND idx = ?",
@@ -245,7 +245,7 @@ class Store:
             # INSERT OR IGNORE: a resumed step must keep the decisions a person already made.
             mbs = e.minibatches or tuple(() for _ in e.edits)
             c.executemany("INSERT OR IGNORE INTO approvals VALUES (?,?,?,?,?,?,?,?)",
-                          [(e.run_id, e.step, i, json.dumps(ev.edit_json(edit) | {"minibatches": list(mb)}), diff,
+                          [(e.run_id, e.step, i, json.dumps(edit_json(edit) | {"minibatches": list(mb)}), diff,
                             "pending", edit.content, None)
                            for i, (edit, diff, mb) in enumerate(zip(e.edits, e.diffs, mbs))])
 
@@ -272,7 +272,7 @@ class Store:
                 self._gate(c, e.run_id, e.step, "step", e.decision, g, e.flipped)
             epoch_rejected = [r for r in s.rejected if r.step == e.step]
             c.executemany("INSERT OR REPLACE INTO rejected_buffer VALUES (?,?,?,?,?,?,?,?)",
-                          [(e.run_id, e.step, i, e.epoch, json.dumps(ev.edit_json(r.edit)), r.score_before,
+                          [(e.run_id, e.step, i, e.epoch, json.dumps(edit_json(r.edit)), r.score_before,
                             r.score_after, r.reason) for i, r in enumerate(epoch_rejected)])
             self._log(c, e.run_id, e.step, "step", f"step {e.step}: {e.decision}")
             self._save_state(c, e.run_id, s, now)
@@ -334,7 +334,7 @@ class Store:
         row = c.execute("SELECT config_json FROM runs WHERE id = ?", (run_id,)).fetchone()
         return row[0] if row else "{}"
 
-    def _save_state(self, c: sqlite3.Connection, run_id: str, s: ev.State, now: float) -> None:
+    def _save_state(self, c: sqlite3.Connection, run_id: str, s: State, now: float) -> None:
         c.execute("UPDATE runs SET state_json = ?, step = ?, best_step = ?, best_score = ?, current_score = ?, "
                   "updated_at = ?, heartbeat_at = ? WHERE id = ?",
                   (json.dumps(s.to_json()), s.step, s.best_step, s.best_score, s.current_score, now, now, run_id))

@@ -1,4 +1,5 @@
-"""Export of a run: best_skill.md, steps.csv and run.json (issue 2's keys), from a real simulated run."""
+"""Export of a run: best_skill.md, steps.csv and run.json (the keys its readers rely on), from a real
+simulated run."""
 from __future__ import annotations
 
 import csv
@@ -40,7 +41,7 @@ def test_best_skill_is_the_runs_best(exported):
     assert best == r.version(run_id, r.run(run_id)["best_step"], "current")
 
 
-def test_run_json_has_the_issue_keys(exported):
+def test_run_json_has_the_expected_keys(exported):
     db, run_id, out, _ = exported
     doc = json.loads((out / "run.json").read_text(encoding="utf-8"))
     assert {"run", "steps", "slow_updates", "meta_skills", "test", "usage"} <= set(doc)

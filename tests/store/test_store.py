@@ -3,11 +3,13 @@ import time
 
 import pytest
 
+from skillopt import events as ev
 from skillopt.models.llm import CallRecord
 from skillopt.store.reader import Reader
 from skillopt.store.schema import migrations
 from skillopt.store.writer import Store
 from skillopt.tasks.task import Item
+from skillopt.vocabulary import FINAL_APPROVALS, FINAL_STATUSES, LIVE_STATUSES
 
 
 def make(tmp_path):
@@ -67,8 +69,46 @@ def test_decide_rejects_unknown_status(tmp_path):
     from skillopt.errors import UserError
 
     store = make(tmp_path)
-    with pytest.raises(UserError):
-        store.decide("r1", 1, 0, "maybe")
+    for status in ("maybe", "pending"):  # only a final decision may be recorded
+        with pytest.raises(UserError):
+            store.decide("r1", 1, 0, status)
+    for status in FINAL_APPROVALS:
+        store.decide("r1", 1, 0, status)
+
+
+def test_set_status_keeps_the_pid_and_stamps_the_finish(tmp_path):
+    store = make(tmp_path)
+    store.set_status("r1", "running", pid=4242)
+    run = store.run("r1")
+    assert (run["status"], run["pid"], run["finished_at"]) == ("running", 4242, None) and run["started_at"]
+    store.set_status("r1", "failed", "boom")
+    run = store.run("r1")
+    assert (run["status"], run["reason"], run["pid"]) == ("failed", "boom", 4242) and run["finished_at"]
+    assert [e["message"] for e in Reader(tmp_path / "s.db").events("r1")][:2] == ["failed: boom", "running"]
+
+
+def test_stage_changes_set_waiting_approval_but_keep_stopping(tmp_path):
+    store = make(tmp_path)
+    store.set_status("r1", "running")
+    store(ev.StageChanged(run_id="r1", step=1, epoch=1, stage="approval"))
+    assert (store.run("r1")["status"], store.run("r1")["stage"]) == ("waiting_approval", "approval")
+    store(ev.StageChanged(run_id="r1", step=1, epoch=1, stage="gate"))
+    assert (store.run("r1")["status"], store.run("r1")["stage"]) == ("running", "gate")
+    store.request_stop("r1")
+    store(ev.StageChanged(run_id="r1", step=1, epoch=1, stage="approval"))
+    assert store.run("r1")["status"] == "stopping"
+
+
+def test_live_pids_lists_exactly_the_live_runs(tmp_path):
+    store = make(tmp_path)
+    statuses = (*LIVE_STATUSES, *FINAL_STATUSES)
+    for n, status in enumerate(statuses):
+        store.create_run(run_id=status, name="", task="t", task_path="/t", config_json="{}", simulated=True,
+                         items=[], seed_skill="")
+        store.set_status(status, status, pid=1000 + n)
+    store.delete_run("r1")
+    live = Reader(tmp_path / "s.db").live_pids()
+    assert live == {status: 1000 + n for n, status in enumerate(statuses) if status in LIVE_STATUSES}
 
 
 def test_delete_run_removes_every_row(tmp_path):
