@@ -12,19 +12,9 @@ from skillopt.ui.common import setup
 
 setup("Home")
 
-from skillopt import launcher  # noqa: E402  (after set_page_config, which must come first)
-from skillopt.models import llm  # noqa: E402
+from skillopt.ui import home  # noqa: E402  (after set_page_config, which must come first)
 from skillopt.ui import monitor as mon  # noqa: E402
 from skillopt.ui.common import cached, db  # noqa: E402
-
-# The two demos: the simulated world (instant, labelled as simulated everywhere) and the
-# embedded local model on a real task, kept small enough to finish in minutes on a CPU.
-DEMOS = {
-    "sim": ("sim-rulebook", {"target_model": "sim/target", "optimizer_model": "sim/optimizer", "num_epochs": 2},
-            "Demo (simulated)"),
-    "local": ("ticket-routing", {"batch_size": 10, "num_epochs": 1, "max_steps_per_epoch": 2,
-                                 "selection_size": 20, "test_size": 20}, "Demo (embedded local model)"),
-}
 
 st.title("SkillOpt Studio")
 st.caption("Train a skill document — the Markdown an LLM agent reads first — the way deep learning trains "
@@ -32,13 +22,10 @@ st.caption("Train a skill document — the Markdown an LLM agent reads first —
 
 
 def start_demo(kind: str) -> None:
-    task, overrides, name = DEMOS[kind]
-    if kind == "local":
-        problem = llm.preflight("local/qwen2.5-coder-1.5b")
-        if problem:
-            st.session_state["demo_error"] = problem
-            return
-    run_id, _ = launcher.start(task, overrides, db=db(), name=name)
+    run_id, problem = home.start_demo(kind, db())
+    if run_id is None:
+        st.session_state["demo_error"] = problem
+        return
     st.session_state["demo_started"] = run_id
     st.session_state.pop("demo_error", None)
 

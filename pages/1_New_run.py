@@ -1,8 +1,9 @@
 """New run: pick or upload a task, edit the seed skill, choose models, set every knob,
 check everything (preflight), see what the run will cost, and launch it.
 
-Launching starts `python -m skillopt train` through skillopt.launcher; this page never
-trains. The logic (groups, presets, checks, estimate) lives in skillopt.ui.forms.
+Launching starts `python -m skillopt train` through skillopt.launcher (which also writes
+an edited seed skill); this page never trains and does no file I/O. The logic (tasks,
+uploads, groups, presets, checks, estimate) lives in skillopt.ui.forms.
 """
 from __future__ import annotations
 
@@ -18,12 +19,10 @@ from skillopt.tasks import csvimport  # noqa: E402
 from skillopt import launcher  # noqa: E402
 from skillopt.config import field_help  # noqa: E402
 from skillopt.errors import UserError  # noqa: E402
-from skillopt.runner import new_run_id  # noqa: E402
-from skillopt.tasks.task import BUILTIN_DIR, list_tasks, load_task  # noqa: E402
+from skillopt.tasks.loader import BUILTIN_DIR, list_tasks, load_task  # noqa: E402
 from skillopt.ui import forms  # noqa: E402
 from skillopt.ui.common import db, show_markdown, show_text  # noqa: E402
 
-EVALUATORS = ("normalized", "exact", "choice", "contains", "numeric")
 OK_MARK, FAIL_MARK = ":green[:material/check_circle:]", ":red[:material/cancel:]"
 
 
@@ -37,11 +36,6 @@ def loaded(task_ref: str):
     return load_task(task_ref)
 
 
-def task_ref_of(info) -> str:
-    """Built-ins by name (short, portable command line); uploads by folder."""
-    return info.name if Path(info.path).parent == BUILTIN_DIR else str(info.path)
-
-
 st.title("New run", anchor=False)
 
 # ---- 1. task --------------------------------------------------------------------------
@@ -53,23 +47,20 @@ if source == "Upload JSONL / CSV":
     upload = st.file_uploader("Task file (JSONL: one object per line; CSV: a header row)", type=["jsonl", "csv"],
                               help="At most 20 MB. Each row becomes one item; you map columns to fields below.")
     if upload is not None:
-        data = upload.getvalue()
         try:
-            csv_bytes = forms.jsonl_to_csv(upload.name, data) if upload.name.endswith(".jsonl") else data
-            columns = forms.csv_columns(upload.name, csv_bytes)
+            csv_bytes, columns = forms.upload_table(upload.name, upload.getvalue())
         except UserError as exc:
             st.error(str(exc))
             st.stop()
         c1, c2, c3 = st.columns(3)
         answer = c1.selectbox("Answer column (expected output)", columns, index=len(columns) - 1)
         id_choice = c2.selectbox("Id column", ["(row number)", *columns])
-        evaluator = c3.selectbox("Evaluator", EVALUATORS,
+        evaluator = c3.selectbox("Evaluator", forms.EVALUATORS,
                                  help="How an answer is scored: normalized ignores case, spacing and punctuation; "
                                       "choice treats the distinct answers as labels.")
         inputs = st.multiselect("Input columns (what the model sees)",
                                 [c for c in columns if c not in (answer, id_choice)],
-                                default=[c for c in columns if c not in (answer, id_choice)
-                                         and c.lower() not in ("id", "label", "answer", "expected")])
+                                default=forms.default_inputs(columns, answer, id_choice))
         mapping = forms.mapping_for(inputs)
         id_column = None if id_choice == "(row number)" else id_choice
         rows, problems = csvimport.preview_csv(csv_bytes, mapping, answer_column=answer, id_column=id_column,
@@ -85,13 +76,8 @@ if source == "Upload JSONL / CSV":
             ratio = n2.text_input("Split ratio train:selection:test", value="2:1:7")
             if st.button("Import task", icon=":material/download:"):
                 try:
-                    parts = tuple(float(p) for p in ratio.split(":"))
-                    if len(parts) != 3 or min(parts) < 0 or not sum(parts):
-                        raise UserError(f"split ratio '{ratio}': give three non-negative numbers like 2:1:7")
-                    folder = csvimport.import_csv_bytes(
-                        csv_bytes, upload.name, forms.uploads_dir() / forms.task_name(name), mapping=mapping,
-                        answer_column=answer, id_column=id_column, evaluator=evaluator, ratio=parts,
-                        name=forms.task_name(name))
+                    folder = forms.import_upload(csv_bytes, upload.name, name, ratio, mapping=mapping,
+                                                 answer_column=answer, id_column=id_column, evaluator=evaluator)
                 except UserError as exc:
                     st.error(str(exc))
                 else:
@@ -106,16 +92,15 @@ else:
         st.error(f"No tasks found in {BUILTIN_DIR}.")
         st.stop()
     names = [i.name for i in infos]
-    default_index = names.index("ticket-routing") if "ticket-routing" in names else 0
     by_name = {i.name: i for i in infos}
-    info = by_name[st.selectbox("Task", names, index=default_index, key="task",
+    info = by_name[st.selectbox("Task", names, index=forms.default_task_index(names), key="task",
                                 format_func=lambda n: f"{n} — {by_name[n].description}" if not by_name[n].problem
                                 else f"{n} — BROKEN")]
     if info.problem:
         st.error(info.problem)
     else:
         st.caption(" · ".join(f"{n} {split}" for split, n in info.sizes.items()) + f" · {info.path}")
-        task_ref = task_ref_of(info)
+        task_ref = forms.task_ref(info)
 
 task = None
 if task_ref:
@@ -210,11 +195,13 @@ try:
     config = forms.build_config(values)
 except UserError as exc:
     st.error(str(exc))
+est = None
 if config is not None and task is not None:
-    sample = task.split("train")[:20]
-    prompt_chars = sum(len(task.render(it)) for it in sample) // max(1, len(sample))
-    est = forms.estimate(config, {s: len(task.split(s)) for s in ("train", "selection", "test")},
-                         skill_chars=len(seed_skill), prompt_chars=prompt_chars)
+    try:
+        est = forms.estimate_for(task, config, seed_skill)
+    except UserError as exc:
+        st.error(str(exc))
+if est is not None:
     e1, e2, e3, e4 = st.columns(4)
     e1.metric("Steps", est.steps)
     e2.metric("Target calls ≤", f"{est.target_calls:,}")
@@ -234,8 +221,8 @@ def show_checks(checks: list) -> bool:
 
 
 p_col, l_col = st.columns(2)
-if p_col.button("Preflight", icon=":material/checklist:", help="Load the task, validate the config and check the models and keys "
-                                             "without calling any model."):
+if p_col.button("Preflight", icon=":material/checklist:",
+                help="Load the task, validate the config and check the models and keys without calling any model."):
     with st.spinner("Checking…"):
         st.session_state["preflight"] = forms.preflight(task_ref or "", values, seed_arg)
 if st.session_state.get("preflight") is not None:
@@ -246,16 +233,8 @@ if l_col.button("Launch run", icon=":material/rocket_launch:", type="primary", d
         st.error("Preflight failed; fix the problems below before launching.")
         show_checks(checks)
     else:
-        run_id = new_run_id()
-        seed_file = None
-        if seed_arg is not None:
-            seeds = db().parent / "seeds"
-            seeds.mkdir(parents=True, exist_ok=True)
-            seed_file = seeds / f"{run_id}.md"
-            seed_file.write_text(seed_arg, encoding="utf-8")
-        launcher.start(task_ref, forms.overrides(values), db=db(), name=run_name.strip(),
-                       seed_skill_file=str(seed_file) if seed_file else None, run_id=run_id)
-        st.session_state["launched"] = run_id
+        st.session_state["launched"] = launcher.launch(task_ref, forms.overrides(values), db=db(),
+                                                       name=run_name.strip(), seed_skill=seed_arg)
 if st.session_state.get("launched"):
     rid = st.session_state["launched"]
     st.success(f"Launched run {rid}.", icon=":material/rocket_launch:")

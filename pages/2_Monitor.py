@@ -12,12 +12,13 @@ from skillopt.ui.common import setup
 setup("Monitor", icon=":material/monitoring:")
 
 from skillopt import launcher  # noqa: E402
-from skillopt.store.writer import LIVE_STATUSES  # noqa: E402
+from skillopt.vocabulary import LIVE_STATUSES  # noqa: E402
 from skillopt.ui import monitor as mon  # noqa: E402
 from skillopt.ui.common import cached, db, pick_run, reader, show_text, simulated_banner  # noqa: E402
 
 REFRESH_S = 2
 STOP_GRACE_S = 15  # a step between two stage checks takes seconds; after this, SIGTERM
+ERRORS_SHOWN = 20  # the newest model-call errors; "+" says there may be more
 
 
 @st.fragment(run_every=REFRESH_S)
@@ -86,10 +87,66 @@ with c3.popover("Export", icon=":material/archive:"):
 
 
 # ---- live progress ---------------------------------------------------------------------
-def stage_strip(stage: str) -> str:
-    """The step's stages as one line, the current one in bold (fixed labels only)."""
-    parts = [f"**:blue[{label}]**" if key == stage else label for key, label in mon.STAGES]
-    return " → ".join(parts)
+def status_lines(r: dict, now_status: str) -> None:
+    left, right = st.columns([3, 2])
+    left.markdown(f"**Status:** `{now_status}`" + (f" — {r['reason']}" if r["reason"] and not live else ""))
+    left.markdown(mon.stage_strip(r["stage"]))
+    if r["stage_detail"] and r["stage"] != "done":
+        left.text(f"{mon.stage_label(r['stage'])}: {r['stage_detail']}")
+    if now_status == "waiting_approval":
+        right.page_link("pages/6_Approvals.py", label="Edits wait for your approval: open Approvals",
+                        icon=":material/front_hand:", query_params={"run": run_id})
+    if now_status == mon.INTERRUPTED:
+        right.warning("The trainer process is gone without a final status (killed?). Resume continues from "
+                      "the last completed step.")
+
+
+def metrics(r: dict, steps: list, seed: float | None, usage: dict) -> None:
+    total = r["total_steps"] or 0
+    m = st.columns(6)
+    m[0].metric("Epoch", f"{r['epoch'] or 0} / {r['config'].get('num_epochs', '?')}")
+    m[1].metric("Step", f"{r['step'] or 0} / {total}")
+    current = r["current_score"]
+    m[2].metric("Selection (current)", "—" if current is None else f"{current:.3f}",
+                None if current is None or seed is None else f"{current - seed:+.3f} vs seed")
+    m[3].metric("Best selection", "—" if r["best_score"] is None else f"{r['best_score']:.3f}",
+                f"step {r['best_step'] or 0}", delta_color="off")
+    m[4].metric("ETA", mon.human_duration(mon.eta_seconds(steps, total)) if live else "—",
+                help="mean step duration × steps left (slow updates and the test add a little)")
+    m[5].metric("Model calls", f"{mon.total_calls(usage):,}", f"${usage.get('cost_usd', 0):.4f}", delta_color="off",
+                help="real (uncached) calls of all roles; cost from litellm's cost map (local/simulated: $0)")
+
+
+def charts(r: dict, steps: list, seed: float | None, usage: dict) -> None:
+    total = r["total_steps"] or 0
+    tests = cached("tests", run_id) or {}
+    st.plotly_chart(mon.step_curves(steps, seed, tests, total), key="curves")
+    if tests:
+        st.caption(mon.tests_caption(tests))
+    b, u = st.columns(2)
+    with b:
+        st.markdown("**Edit budget per step** (learning rate)")
+        st.plotly_chart(mon.budget_chart(steps, r["config"], total), key="budget")
+    with u:
+        st.markdown("**Calls, tokens and cost per stage**")
+        st.dataframe(mon.usage_frame(cached("usage_by_stage", run_id) or []), hide_index=True, width="stretch",
+                     column_config={"cost $": st.column_config.NumberColumn(format="$%.4f"),
+                                    "model time s": st.column_config.NumberColumn(format="%.1f")})
+        st.caption(mon.tokens_caption(usage))
+
+
+def activity() -> None:
+    e, x = st.columns(2)
+    with e:
+        st.markdown("**Recent events**")
+        st.dataframe(mon.events_table(cached("events", run_id, 30) or []), hide_index=True, width="stretch")
+    with x:
+        errors = cached("call_errors", run_id, ERRORS_SHOWN) or []
+        st.markdown(f"**Model-call errors** ({len(errors)}{'+' if len(errors) == ERRORS_SHOWN else ''})")
+        if errors:
+            st.dataframe(mon.errors_table(errors), hide_index=True, width="stretch")
+        else:
+            st.caption("None.")
 
 
 @st.fragment(run_every=REFRESH_S if live else None)
@@ -101,72 +158,12 @@ def progress() -> None:
     now_status = mon.effective_status(r)
     if live and now_status not in LIVE_STATUSES:
         st.rerun()  # the run ended: redraw the whole page once, without the timer and with Resume
-    cfg = r["config"]
     steps = cached("steps", run_id) or []
-    total = r["total_steps"] or 0
-
-    left, right = st.columns([3, 2])
-    left.markdown(f"**Status:** `{now_status}`" + (f" — {r['reason']}" if r["reason"] and not live else ""))
-    left.markdown(stage_strip(r["stage"]))
-    if r["stage_detail"] and r["stage"] != "done":
-        left.text(f"{mon.stage_label(r['stage'])}: {r['stage_detail']}")
-    if now_status == "waiting_approval":
-        right.page_link("pages/6_Approvals.py", label="Edits wait for your approval: open Approvals",
-                        icon=":material/front_hand:", query_params={"run": run_id})
-    if now_status == "interrupted":
-        right.warning("The trainer process is gone without a final status (killed?). Resume continues from "
-                      "the last completed step.")
-
-    seed = cached("seed_score", run_id)
-    best_step = r["best_step"] or 0
-    m = st.columns(6)
-    m[0].metric("Epoch", f"{r['epoch'] or 0} / {cfg.get('num_epochs', '?')}")
-    m[1].metric("Step", f"{r['step'] or 0} / {total}")
-    current = r["current_score"]
-    m[2].metric("Selection (current)", "—" if current is None else f"{current:.3f}",
-                None if current is None or seed is None else f"{current - seed:+.3f} vs seed")
-    m[3].metric("Best selection", "—" if r["best_score"] is None else f"{r['best_score']:.3f}",
-                f"step {best_step}", delta_color="off")
-    m[4].metric("ETA", mon.human_duration(mon.eta_seconds(steps, total)) if live else "—",
-                help="mean step duration × steps left (slow updates and the test add a little)")
-    usage = cached("usage", run_id) or {}
-    calls = int(usage.get("target_calls", 0) + usage.get("optimizer_calls", 0) + usage.get("judge_calls", 0))
-    m[5].metric("Model calls", f"{calls:,}", f"${usage.get('cost_usd', 0):.4f}", delta_color="off",
-                help="real (uncached) calls of all roles; cost from litellm's cost map (local/simulated: $0)")
-
-    tests = cached("tests", run_id) or {}
-    st.plotly_chart(mon.step_curves(steps, seed, tests, total), key="curves")
-    if tests:
-        st.caption("Test split: " + " · ".join(f"{w} skill {tests[w]['score']:.3f}" for w in ("seed", "best", "final")
-                                               if w in tests))
-    b, u = st.columns(2)
-    with b:
-        st.markdown("**Edit budget per step** (learning rate)")
-        st.plotly_chart(mon.budget_chart(steps, cfg, total), key="budget")
-    with u:
-        st.markdown("**Calls, tokens and cost per stage**")
-        st.dataframe(mon.usage_frame(cached("usage_by_stage", run_id) or []), hide_index=True, width="stretch",
-                     column_config={"cost $": st.column_config.NumberColumn(format="$%.4f"),
-                                    "model time s": st.column_config.NumberColumn(format="%.1f")})
-        st.caption(f"{usage.get('prompt_tokens', 0):,} prompt + {usage.get('completion_tokens', 0):,} completion "
-                   f"tokens · {usage.get('cache_hits', 0):,} response-cache hits · "
-                   f"{usage.get('eval_cache_hits', 0):,} evaluation-cache hits")
-
-    e, x = st.columns(2)
-    with e:
-        st.markdown("**Recent events**")
-        events = cached("events", run_id, 30) or []
-        st.dataframe([{"time": mon.clock(ev["created_at"]), "step": ev["step"], "type": ev["type"],
-                       "message": ev["message"]} for ev in events], hide_index=True, width="stretch")
-    with x:
-        errors = cached("call_errors", run_id, 20) or []
-        st.markdown(f"**Model-call errors** ({len(errors)}{'+' if len(errors) == 20 else ''})")
-        if errors:
-            st.dataframe([{"step": c["step"], "stage": c["stage"], "role": c["role"], "model": c["model"],
-                           "attempts": c["attempts"], "error": c["error"]} for c in errors],
-                         hide_index=True, width="stretch")
-        else:
-            st.caption("None.")
+    seed, usage = cached("seed_score", run_id), cached("usage", run_id) or {}
+    status_lines(r, now_status)
+    metrics(r, steps, seed, usage)
+    charts(r, steps, seed, usage)
+    activity()
 
 
 progress()
@@ -175,7 +172,7 @@ with st.expander("Configuration"):
     st.json(config, expanded=False)
 with st.expander("Best skill so far"):
     show_text(cached("best_skill", run_id))
-if status in ("failed", "interrupted", "stopped", "budget_exhausted"):
+if status in mon.SHOWS_LOG:
     with st.expander("Trainer log (last lines)", expanded=status == "failed"):
         show_text(launcher.read_log(db(), run_id)[-6000:] or "(no log: the run was not started from the dashboard)",
                   language="text")

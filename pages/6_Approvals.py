@@ -14,22 +14,16 @@ from skillopt.ui.common import setup
 
 setup("Approvals", icon=":material/front_hand:")
 
-from skillopt.store.writer import LIVE_STATUSES, Store  # noqa: E402
+from skillopt.ui import approvals  # noqa: E402
 from skillopt.ui import monitor as mon  # noqa: E402
 from skillopt.ui.common import db, pick_run, reader, show_text, simulated_banner  # noqa: E402
+from skillopt.vocabulary import LIVE_STATUSES  # noqa: E402
 
 REFRESH_S = 2
-DECISION_ICONS = {"approved": ":green[:material/check_circle:]", "edited": ":green[:material/edit:]",
-                  "rejected": ":red[:material/cancel:]", "pending": ":orange[:material/hourglass_top:]"}
 
 
 def decide(run_id: str, step: int, decisions: list[tuple[int, str, str | None]]) -> None:
-    store = Store(db())
-    try:
-        for idx, status, content in decisions:
-            store.decide(run_id, step, idx, status, content)
-    finally:
-        store.close()
+    approvals.decide(db(), run_id, step, decisions)
     st.cache_data.clear()  # the badge and other pages must see the decision at once
     st.rerun()
 
@@ -45,43 +39,15 @@ def watch(run_id: str) -> None:
                "this page shows the next step's edits as soon as the trainer proposes them.")
 
 
-def trajectories(run_id: str, step: int, edit: dict) -> list[dict]:
-    """The step's train rollouts that the reflection behind this edit read.
-
-    Reflections record which items each minibatch saw; an edit from failures was motivated
-    by the failure minibatches (successes likewise). When the edit names its minibatches,
-    only those are shown.
-    """
-    r = reader()
-    kind = "success" if edit.get("source") == "success" else "failure"
-    wanted = set(edit.get("minibatches") or [])
-    rollouts = {t["item_id"]: t for t in r.rollouts(run_id, step, "train", "train")}
-    rows = []
-    for mb in r.reflections(run_id, step):
-        if mb["kind"] != kind or (wanted and mb["idx"] not in wanted):
-            continue
-        for item_id in json.loads(mb["item_ids"] or "[]"):
-            t = rollouts.get(item_id)
-            if t is None:
-                continue
-            rows.append({"minibatch": mb["idx"], "item": item_id, "input": t["input_json"],
-                         "expected": t["expected"], "output": t["output"], "hard": t["hard"],
-                         "feedback": t["feedback"]})
-    return rows
-
-
 def edit_card(run_id: str, step: int, row: dict) -> None:
     edit = json.loads(row["edit_json"])
     idx, status = row["idx"], row["status"]
     with st.container(border=True):
         head, badge = st.columns([5, 1])
-        # Only fixed vocabulary goes through markdown; the section name is model output.
-        op = edit["op"] if edit["op"] in ("add", "replace", "delete") else "edit"
-        source = edit.get("source") if edit.get("source") in ("failure", "success", "human", "slow_update") else ""
-        head.markdown(f"**Edit {idx + 1}: `{op}`** · source {source} · support {int(edit.get('support') or 1)}")
-        if edit.get("section"):
+        head.markdown(approvals.edit_header(idx, edit))
+        if edit.get("section"):  # model output: shown as plain text
             head.text(f"section: {edit['section']}")
-        badge.markdown(f"{DECISION_ICONS.get(status, '')} **{status}**")
+        badge.markdown(f"{approvals.DECISION_ICONS.get(status, '')} **{status}**")
         if edit.get("target"):
             st.caption("Target text")
             show_text(edit["target"])
@@ -92,7 +58,7 @@ def edit_card(run_id: str, step: int, row: dict) -> None:
         st.text(edit.get("rationale") or "(none given)")
         st.caption("Diff in context (this edit alone, applied to the current skill)")
         st.code(row["diff"] or "(no change)", language="diff")
-        trajs = trajectories(run_id, step, edit)
+        trajs = approvals.motivating_trajectories(reader(), run_id, step, edit)
         with st.expander(f"Trajectories that motivated it ({len(trajs)})"):
             if trajs:
                 st.dataframe(trajs, hide_index=True, width="stretch")
@@ -149,7 +115,4 @@ else:
 
 if history:
     st.subheader("Decisions so far")
-    table: dict[int, dict] = {}
-    for h in history:
-        table.setdefault(h["step"], {"step": h["step"]})[h["status"]] = h["n"]
-    st.dataframe(list(table.values()), hide_index=True, width="stretch")
+    st.dataframe(approvals.history_table(history), hide_index=True, width="stretch")

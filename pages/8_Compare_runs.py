@@ -12,11 +12,11 @@ setup("Compare runs", icon="⚖️")
 
 from skillopt.ui import diffview  # noqa: E402
 from skillopt.ui import monitor as mon  # noqa: E402
-from skillopt.ui.common import cached, run_label  # noqa: E402
+from skillopt.ui.common import NO_RUNS, cached, run_label  # noqa: E402
 
 runs = cached("runs") or []
-if len(runs) < 1:
-    st.info("No runs yet. Start one from the Home page (a simulated demo takes seconds).")
+if not runs:
+    st.info(NO_RUNS)
     st.stop()
 by_id = {r["id"]: r for r in runs}
 from_url = [i for i in (st.query_params.get("runs") or "").split(",") if i in by_id]
@@ -29,7 +29,7 @@ if not chosen:
     st.stop()
 
 full = [cached("run", i) for i in chosen]
-labels = [f"{r['name'] or r['id']} ({r['id'][-6:]})" for r in full]
+labels = [mon.compare_label(r) for r in full]
 if any(r["simulated"] for r in full):
     st.info("Simulated runs are marked SIMULATED: their scores show how the engine behaves, not how a real model "
             "performs.", icon=":material/science:")

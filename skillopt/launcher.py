@@ -3,25 +3,58 @@
 The dashboard never trains in its own process: a run is `python -m skillopt train`
 in its own session, logging to data/runs/logs/<run id>.log. Stopping is cooperative
 through the store (the trainer checks between stages); SIGTERM is only the fallback
-for a trainer that does not react in time.
+for a trainer that does not react in time. Whether a trainer process still lives is
+answered here too, for the dashboard and for `resume`.
 """
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from .runner import new_run_id
 from .store.writer import Store, db_path
+from .vocabulary import LIVE_STATUSES
 
 ROOT = Path(__file__).resolve().parent.parent
+# A live run whose trainer reacts to a stop request (a pending one has not started yet).
+REACTING = tuple(s for s in LIVE_STATUSES if s != "pending")
 
 
 def log_path(db: str | os.PathLike | None, run_id: str) -> Path:
     return db_path(db).parent / "logs" / f"{run_id}.log"
+
+
+def seed_path(db: str | os.PathLike | None, run_id: str) -> Path:
+    return db_path(db).parent / "seeds" / f"{run_id}.md"
+
+
+def new_run_id() -> str:
+    """Sortable by start time; the random tail keeps two runs started in one second apart."""
+    return time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+def process_alive(pid: int | None) -> bool:
+    """Whether a trainer process still runs (a zombie, exited but not yet reaped, does not)."""
+    if not pid:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    if stat.exists():
+        try:
+            # The state follows the command name in parentheses, which may hold spaces.
+            return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except (OSError, IndexError):
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, under another user
+        return True
+    return True
 
 
 def _spawn(args: list[str], db: str | os.PathLike | None, run_id: str) -> subprocess.Popen:
@@ -49,6 +82,20 @@ def start(task: str, overrides: dict[str, object], *, db: str | os.PathLike | No
     return run_id, _spawn(args, db, run_id)
 
 
+def launch(task: str, overrides: dict[str, object], *, db: str | os.PathLike | None = None, name: str = "",
+           seed_skill: str | None = None) -> str:
+    """Start a run from the New run form; an edited seed skill is written where the trainer
+    reads it (next to the store, one file per run). Returns the run id."""
+    run_id = new_run_id()
+    seed_file = None
+    if seed_skill is not None:
+        seed_file = seed_path(db, run_id)
+        seed_file.parent.mkdir(parents=True, exist_ok=True)
+        seed_file.write_text(seed_skill, encoding="utf-8")
+    start(task, overrides, db=db, name=name, seed_skill_file=str(seed_file) if seed_file else None, run_id=run_id)
+    return run_id
+
+
 def resume(run_id: str, *, db: str | os.PathLike | None = None) -> subprocess.Popen:
     return _spawn(["resume", run_id], db, run_id)
 
@@ -64,7 +111,7 @@ def stop(run_id: str, *, db: str | os.PathLike | None = None, grace_s: float = 0
         deadline = time.time() + grace_s
         while time.time() < deadline:
             row = store.run(run_id)
-            if row["status"] not in ("stopping", "running", "waiting_approval"):
+            if row["status"] not in REACTING:
                 return
             time.sleep(0.2)
         try:

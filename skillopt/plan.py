@@ -1,4 +1,5 @@
-"""The data plan of a run: which items form each split, each step's batch, each sample.
+"""The data plan of a run: which items form each split, each step's batch, each sample,
+and how many model calls the run can make.
 
 A pure function of the task's items and the config, so a resumed run (or a second run
 with the same seed) sees exactly the same batches in the same order.
@@ -13,6 +14,49 @@ from typing import Sequence
 from .config import RunConfig
 from .errors import TaskError
 from .tasks.task import Item
+from .vocabulary import TEST_SKILLS
+
+
+@dataclass(frozen=True)
+class CallForecast:
+    """The most model calls a run makes, per role and call stage (the llm_calls.stage words).
+
+    `target`: one call per rollout. `optimizer`: one per question; a reply that is not
+    usable JSON is asked again once, so `optimizer_calls` counts two per question. The
+    cache, a step with no applicable edit (nothing to gate), the paired gate's early stop,
+    a slow update that changes nothing and a budget or stop only lower them. Not included:
+    a plug-in task that calls the target more than once per rollout, and the judge calls of
+    an llm_judge evaluator.
+    """
+    target: dict[str, int]
+    optimizer: dict[str, int]
+
+    @property
+    def target_calls(self) -> int:
+        return sum(self.target.values())
+
+    @property
+    def optimizer_questions(self) -> int:
+        return sum(self.optimizer.values())
+
+    @property
+    def optimizer_calls(self) -> int:
+        return 2 * self.optimizer_questions  # each question: its call and at most one repair re-ask
+
+
+def max_reflections(cases: int, minibatch_size: int, failure_only: bool = False) -> int:
+    """The most reflection calls (minibatches) a step with `cases` usable rollouts makes.
+
+    Failures and successes go into separate minibatches of at most `minibatch_size`, and the
+    cases of one expected answer stay together: full chunks, then the groups' remainders
+    packed first-fit. Any two minibatches of the remainders hold more than minibatch_size
+    cases together (the later one's first group did not fit into the earlier one), so a kind
+    with n cases needs at most 2*ceil(n/m) - 1 minibatches; both kinds together at most
+    2*ceil(cases/m); and never more than one per case.
+    """
+    if cases <= 0:
+        return 0
+    return min(cases, 2 * math.ceil(cases / minibatch_size) - (1 if failure_only else 0))
 
 
 def _cap(items: Sequence[Item], size: int, seed: int) -> tuple[Item, ...]:
@@ -75,3 +119,36 @@ class Plan:
 
     def all_items(self) -> tuple[Item, ...]:
         return self.train + self.selection + self.test
+
+    def batch_sizes(self) -> list[int]:
+        """The train batch size of each step of an epoch (the last one may be short)."""
+        n = len(self.train)
+        return [min(self.batch_size, n - i * self.batch_size) for i in range(self.steps_per_epoch)]
+
+    def call_forecast(self, config: RunConfig) -> CallForecast:
+        """The model calls of the whole run, stage by stage, as the trainer makes them.
+
+        Seed scoring evaluates the seed on the selection split. Each step rolls out its
+        batch, asks the optimizer once per minibatch (plus one merge question with
+        merge_mode=llm and one edit-budget question with the autonomous schedule) and gates
+        its candidate: the strict gate evaluates the candidate on the selection split (the
+        incumbent's score is kept), the paired gate the incumbent and then the candidate. With
+        the cache and speculative rollouts, while the gate runs the epoch's next batch is
+        rolled out with the incumbent, which an accepted candidate makes a second rollout of
+        that batch. Each epoch from the second ends with a slow update (both epochs' skills on
+        the sample, one optimizer call, the gate on the new guidance) and the meta skill (one
+        optimizer call). Last, the seed, best and final skills are evaluated on the test split.
+        """
+        c, n_sel, steps = config, len(self.selection), self.total_steps
+        sizes = self.batch_sizes()
+        per_gate = n_sel * (2 if c.use_gate and c.gate_mode == "paired" else 1)
+        speculated = sum(sizes[1:]) if c.speculative_rollouts and c.use_cache else 0
+        slow_epochs = self.num_epochs - 1 if c.use_slow_update else 0
+        slow_target = 2 * min(c.slow_update_samples, len(self.train)) + (per_gate if c.slow_update_gate else 0)
+        reflections = sum(max_reflections(n, c.minibatch_size, c.failure_only) for n in sizes)
+        target = {"gate": n_sel + steps * per_gate, "rollout": self.num_epochs * (sum(sizes) + speculated),
+                  "slow_update": slow_epochs * slow_target, "test": len(TEST_SKILLS) * len(self.test)}
+        optimizer = {"reflect": self.num_epochs * reflections, "merge": steps if c.merge_mode == "llm" else 0,
+                     "lr": steps if c.lr_scheduler == "autonomous" else 0, "slow_update": slow_epochs,
+                     "meta": slow_epochs if c.use_meta_skill else 0}
+        return CallForecast(target, optimizer)

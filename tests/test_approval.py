@@ -5,7 +5,7 @@ import json
 import threading
 import time
 
-from conftest import run_sim
+from tests.helpers import run_sim
 from skillopt.store.reader import Reader
 from skillopt.store.writer import Store
 

@@ -148,3 +148,18 @@ def test_runs_without_approval_mode_say_so(sim_db_env):
     at = page(sim_db_env[1])
     assert any("does not use approval mode" in i.value for i in at.info)
     assert not at.button
+
+
+def test_icons_and_header_use_the_vocabulary():
+    from skillopt.ui import approvals
+    from skillopt.vocabulary import APPROVALS
+
+    assert set(approvals.DECISION_ICONS) == set(APPROVALS)
+    header = approvals.edit_header(0, {"op": "add", "source": "failure", "support": 3})
+    assert header == "**Edit 1: `add`** · source failure · support 3"
+    # Model-written words outside the vocabulary never reach the markdown.
+    assert approvals.edit_header(1, {"op": "**x**", "source": "<b>"}) == "**Edit 2: `edit`** · source  · support 1"
+    history = [{"step": 1, "status": "approved", "n": 2}, {"step": 1, "status": "rejected", "n": 1},
+               {"step": 2, "status": "edited", "n": 1}]
+    assert approvals.history_table(history) == [{"step": 1, "approved": 2, "rejected": 1},
+                                                {"step": 2, "edited": 1}]

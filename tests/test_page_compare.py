@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import run_sim
+from tests.helpers import run_sim
 from skillopt.store.reader import Reader
 from skillopt.ui import monitor as mon
 

@@ -8,7 +8,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from conftest import run_sim
+from tests.helpers import run_sim
 from skillopt.store.reader import Reader
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "4_Gate_timeline.py")
@@ -123,3 +123,29 @@ def test_run_stopped_before_its_first_step(tmp_path, monkeypatch):
     at = _open(monkeypatch, db, run_id)
     assert any(i.value.startswith("No step has completed yet") for i in at.info)
     assert not at.get("plotly_chart") and not at.dataframe
+
+
+def test_styles_name_every_decision_of_the_vocabulary():
+    from skillopt.ui import gate_timeline as gt
+    from skillopt.vocabulary import DECISIONS
+
+    assert set(gt.STEP_STYLE) == set(DECISIONS) - {"failed"}  # a step's gate never fails
+    assert set(gt.SLOW_STYLE) == set(DECISIONS)
+    assert gt.SLOW_STYLE["accept_new_best"] == gt.STEP_STYLE["accept_new_best"][1]
+
+
+def test_decisions_frame_puts_a_slow_update_after_its_step(sim_run):
+    from skillopt.ui import gate_timeline as gt
+
+    db, run_id = sim_run
+    r = Reader(db)
+    try:
+        steps, gates = r.steps(run_id), r.gate_decisions(run_id)
+    finally:
+        r.close()
+    frame = gt.decisions_frame(steps, gates)
+    slow = gt.slow_gates(gates)
+    assert slow and len(frame) == len(steps) + len(slow)
+    for g in slow:
+        at = list(frame["step"]).index(g["step"])
+        assert frame.iloc[at]["kind"] == "step" and frame.iloc[at + 1]["kind"] == "slow update after the step"

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from skillopt import events as ev
 from skillopt.store import export
 from skillopt import launcher, schedules
 from skillopt.store.reader import Reader
@@ -124,8 +125,9 @@ def test_stopped_run_offers_resume(sim_run, tmp_path, monkeypatch):
 
 def _set_live(db: Path, run_id: str, pid: int) -> None:
     store = Store(db)
-    with store.tx() as c:
-        c.execute("UPDATE runs SET status = 'running', pid = ?, stage = 'reflect' WHERE id = ?", (pid, run_id))
+    store.set_status(run_id, "running", pid=pid)
+    run = store.run(run_id)
+    store(ev.StageChanged(run_id=run_id, step=run["step"], epoch=run["epoch"], stage="reflect"))
     store.close()
 
 
@@ -170,8 +172,8 @@ def test_eta_is_mean_step_duration_times_steps_left():
 def test_effective_status_spots_dead_trainers():
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
-    assert mon.process_alive(os.getpid())
-    assert not mon.process_alive(child.pid) and not mon.process_alive(None)
+    assert launcher.process_alive(os.getpid())
+    assert not launcher.process_alive(child.pid) and not launcher.process_alive(None)
     assert mon.effective_status({"status": "running", "pid": child.pid}) == "interrupted"
     assert mon.effective_status({"status": "running", "pid": os.getpid()}) == "running"
     assert mon.effective_status({"status": "pending", "pid": None}) == "pending"
@@ -196,11 +198,45 @@ def test_waiting_run_links_to_approvals(sim_run, tmp_path, monkeypatch):
     run_id = sim_run[1]
     _set_live(db, run_id, os.getpid())
     store = Store(db)
-    with store.tx() as c:
-        c.execute("UPDATE runs SET status = 'waiting_approval', stage = 'approval' WHERE id = ?", (run_id,))
+    run = store.run(run_id)  # entering the approval stage sets the run waiting_approval, as in the trainer
+    store(ev.StageChanged(run_id=run_id, step=run["step"], epoch=run["epoch"], stage="approval"))
     store.close()
     monkeypatch.setenv("SKILLOPT_DB", str(db))
     at = page(run_id)
     links = [p for p in at.get("page_link") if "approval" in p.value.lower()]
     assert links and links[0].proto.page.endswith("Approvals")
     assert any("**:blue[Approval]**" in m.value for m in at.markdown)  # the stage strip marks the stage
+
+
+def test_stage_strip_and_call_totals():
+    from skillopt.vocabulary import STAGES
+
+    strip = mon.stage_strip("gate")
+    assert strip.split(" → ") == ["**:blue[Gate]**" if s == "gate" else mon.STAGE_LABELS[s] for s in STAGES]
+    assert mon.stage_label("") == "starting" and mon.stage_label("meta") == "Meta skill"
+    assert mon.total_calls({"target_calls": 3, "optimizer_calls": 2, "judge_calls": 1, "cache_hits": 9}) == 6
+    assert mon.tests_caption({"best": {"score": 0.5}, "seed": {"score": 0.25}}) == \
+        "Test split: seed skill 0.250 · best skill 0.500"
+
+
+def test_resume_and_the_dashboard_share_one_liveness_check(sim_run, tmp_path):
+    """`resume` refuses a run whose trainer process still lives, the one the Monitor shows as running."""
+    from skillopt import runner
+    from skillopt.errors import UserError
+
+    db = copy_db(sim_run[0], tmp_path / "alive.db")
+    run_id = sim_run[1]
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        _set_live(db, run_id, child.pid)
+        assert mon.effective_status({"status": "running", "pid": child.pid}) == "running"
+        store = Store(db)
+        try:
+            with pytest.raises(UserError, match=f"still running \\(pid {child.pid}\\)"):
+                runner.resume(store, run_id)
+        finally:
+            store.close()
+    finally:
+        child.kill()
+        child.wait()
+    assert not launcher.process_alive(child.pid)

@@ -14,8 +14,10 @@ from streamlit.testing.v1 import AppTest
 from skillopt import launcher
 from skillopt.config import FIELD_NAMES, RunConfig, field_help
 from skillopt.errors import TaskError
+from skillopt.plan import Plan
 from skillopt.store.reader import Reader
-from skillopt.tasks.task import load_task
+from skillopt.tasks.loader import load_task
+from skillopt.tasks.task import Item
 from skillopt.ui import forms
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -87,9 +89,9 @@ def test_sim_preset_estimate_preflight_and_launch(monkeypatch):
     at = sim_page(num_epochs=1)
     task = load_task("sim-rulebook")
     config = RunConfig(target_model="sim/target", optimizer_model="sim/optimizer", num_epochs=1)
-    prompt_chars = sum(len(task.render(it)) for it in task.split("train")[:20]) // 20
-    est = forms.estimate(config, {s: len(task.split(s)) for s in ("train", "selection", "test")},
-                         skill_chars=len(task.seed_skill), prompt_chars=prompt_chars)
+    est = forms.estimate_for(task, config, task.seed_skill)
+    forecast = Plan.make(task, config).call_forecast(config)
+    assert (est.target_calls, est.optimizer_calls) == (forecast.target_calls, forecast.optimizer_calls)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Steps"] == str(est.steps)
     assert metrics["Target calls ≤"] == f"{est.target_calls:,}"
@@ -234,31 +236,64 @@ def test_overrides_keep_only_changed_values():
     assert forms.build_config(values).num_epochs == 2
 
 
-def test_estimate_counts_calls_by_the_documented_formula():
+class SizedTask:
+    """Just what Plan.make reads: a name and three splits of the given sizes."""
+
+    def __init__(self, train: int, selection: int, test: int):
+        self.name = "sized"
+        self.splits = {name: tuple(Item(id=f"{name}-{i}", input={"q": str(i)}, expected="a", split=name)
+                                   for i in range(n))
+                       for name, n in (("train", train), ("selection", selection), ("test", test))}
+
+    def split(self, name):
+        return self.splits[name]
+
+
+def test_estimate_counts_the_calls_the_plan_forecasts():
     c = RunConfig(target_model="sim/target", optimizer_model="sim/optimizer", num_epochs=2, batch_size=10,
                   minibatch_size=4, slow_update_samples=5)
-    est = forms.estimate(c, {"train": 25, "selection": 6, "test": 8}, skill_chars=400, prompt_chars=200)
-    steps = 2 * math.ceil(25 / 10)
-    assert est.steps == steps
-    # seed scoring + steps × (batch + selection) + 3 × test + one slow update (2 × samples + its gate)
-    assert est.target_calls == 6 + steps * (10 + 6) + 3 * 8 + (2 * 5 + 6)
-    assert est.optimizer_calls == steps * math.ceil(10 / 4) + 2 * 2
+    plan = Plan.make(SizedTask(25, 6, 8), c)
+    est = forms.estimate(c, plan, skill_chars=400, prompt_chars=200)
+    forecast = plan.call_forecast(c)
+    assert est.steps == plan.total_steps == 2 * math.ceil(25 / 10)
+    assert est.target_calls == forecast.target_calls and est.optimizer_calls == forecast.optimizer_calls
     assert est.cost_usd == 0.0
 
 
 def test_estimate_prices_tokens_and_reports_unknown_prices():
     c = RunConfig(target_model="x/t", optimizer_model="x/o", num_epochs=1, batch_size=10, max_tokens=100,
                   use_slow_update=False)
-    sizes = {"train": 10, "selection": 2, "test": 2}
-    est = forms.estimate(c, sizes, skill_chars=400, prompt_chars=400, prices=lambda m: (1e-6, 2e-6))
-    target = 2 + 1 * (10 + 2) + 6
-    optimizer = math.ceil(10 / 8) + 2
+    plan = Plan.make(SizedTask(10, 2, 2), c)
+    est = forms.estimate(c, plan, skill_chars=400, prompt_chars=400, prices=lambda m: (1e-6, 2e-6))
+    forecast = plan.call_forecast(c)
+    target, optimizer = forecast.target_calls, forecast.optimizer_calls
     expected = target * (200 * 1e-6 + 100 * 2e-6) + optimizer * ((400 + 8 * 600 + 2000) / 4 * 1e-6 + 100 * 2e-6)
     assert est.cost_usd == pytest.approx(expected)
-    unknown = forms.estimate(c, sizes, skill_chars=1, prompt_chars=1, prices=lambda m: None)
+    unknown = forms.estimate(c, plan, skill_chars=1, prompt_chars=1, prices=lambda m: None)
     assert unknown.cost_usd is None and "x/t" in unknown.note
-    capped = forms.estimate(c.replace(max_calls=5), sizes, skill_chars=1, prompt_chars=1, prices=lambda m: (0, 0))
+    capped = forms.estimate(c.replace(max_calls=5), plan, skill_chars=1, prompt_chars=1, prices=lambda m: (0, 0))
     assert "max_calls = 5" in capped.note
+
+
+def test_launch_writes_the_edited_seed_skill_next_to_the_store(tmp_path, monkeypatch):
+    started = []
+    monkeypatch.setattr(launcher, "start", lambda task, overrides, **kw: started.append(kw) or (kw["run_id"], None))
+    db = tmp_path / "runs" / "skillopt.db"
+    run_id = launcher.launch("sim-rulebook", {}, db=db, name="x", seed_skill="# Edited\n")
+    seed_file = Path(started[0]["seed_skill_file"])
+    assert started[0]["run_id"] == run_id and seed_file == launcher.seed_path(db, run_id)
+    assert seed_file.parent == db.parent / "seeds" and seed_file.read_text(encoding="utf-8") == "# Edited\n"
+    assert launcher.launch("sim-rulebook", {}, db=db) != run_id and started[1]["seed_skill_file"] is None
+
+
+def test_upload_helpers():
+    assert forms.split_ratio("2:1:7") == (2.0, 1.0, 7.0)
+    for bad in ("2:1", "a:b:c", "0:0:0", "-1:1:1"):
+        with pytest.raises(TaskError, match="give three non-negative numbers"):
+            forms.split_ratio(bad)
+    assert forms.default_inputs(["ID", "q", "Label", "extra", "ans"], "ans", "(row number)") == ["q", "extra"]
+    assert forms.upload_table("t.jsonl", b'{"q": "x", "a": "1"}\n') == (b"q,a\nx,1\n", ["q", "a"])
+    assert forms.default_task_index(["a", forms.DEFAULT_TASK]) == 1 and forms.default_task_index(["a"]) == 0
 
 
 def test_model_prices_are_zero_for_local_and_simulated():

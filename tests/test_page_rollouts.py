@@ -129,7 +129,7 @@ def test_queries_use_indexes(sim_run):
 
 @pytest.mark.parametrize("max_calls, rollouts", [(1, False), (70, True)])
 def test_run_stopped_early(tmp_path, monkeypatch, max_calls, rollouts):
-    from conftest import run_sim
+    from tests.helpers import run_sim
 
     db = tmp_path / "skillopt.db"
     run_id = run_sim(db, "num_epochs=2", f"max_calls={max_calls}")

@@ -115,7 +115,7 @@ def test_blame_of_the_best_skill(page):
 
 
 def test_run_stopped_before_its_first_step(tmp_path, monkeypatch):
-    from conftest import run_sim
+    from tests.helpers import run_sim
 
     db = tmp_path / "skillopt.db"
     run_id = run_sim(db, "num_epochs=2", "max_calls=70")  # the budget runs out after the seed is scored

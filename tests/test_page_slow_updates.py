@@ -10,7 +10,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from conftest import run_sim
+from tests.helpers import run_sim
 from skillopt.store.reader import Reader
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "5_Slow_updates.py")

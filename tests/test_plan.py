@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import sim_config
+from tests.helpers import sim_config
 from skillopt.errors import TaskError
-from skillopt.plan import Plan
+from skillopt.plan import Plan, max_reflections
 from skillopt.tasks.task import Item
 
 
@@ -98,3 +98,101 @@ def test_all_items_and_empty_split():
     assert len(p.all_items()) == 10 + 6 + 8
     with pytest.raises(TaskError, match="fake: the selection split is empty"):
         plan(FakeTask(n_selection=0))
+
+
+# ---- call forecast ------------------------------------------------------------------------
+
+def test_max_reflections_bounds_the_minibatch_packing():
+    from skillopt.reflect import make_minibatches
+    from skillopt.tasks.task import Evaluation, Trajectory
+
+    def trajs(labels, hard):
+        return [Trajectory(f"i{n}", "p", "o", label, Evaluation(hard(n), 0.0, "")) for n, label in enumerate(labels)]
+
+    # Three answers with 5 failures each, in minibatches of 8: one minibatch per answer,
+    # more than ceil(15 / 8), so the bound has to allow for the grouping.
+    grouped = trajs([f"l{n // 5}" for n in range(15)], lambda n: 0.0)
+    assert len(make_minibatches(grouped, 8, seed=1)) == 3 == max_reflections(15, 8, failure_only=True)
+    mixed = trajs([f"l{n % 11}" for n in range(40)], lambda n: float(n % 2))
+    for cases, failure_only in ((grouped, False), (mixed, False), (mixed, True)):
+        made = make_minibatches(cases, 8, seed=1, failure_only=failure_only)
+        assert len(made) <= max_reflections(len(cases), 8, failure_only)
+    assert max_reflections(15, 8) == 4 and max_reflections(3, 8) == 2
+    assert max_reflections(1, 8) == 1 and max_reflections(0, 8) == 0
+
+
+def test_call_forecast_follows_the_trainer_stage_by_stage():
+    # 10 train items in batches of 4 (4, 4, 2), 6 selection and 8 test items.
+    p = plan(None, "batch_size=4", "num_epochs=3", "minibatch_size=2", "slow_update_samples=5",
+             "use_cache=false")
+    f = p.call_forecast(sim_config("batch_size=4", "num_epochs=3", "minibatch_size=2", "slow_update_samples=5",
+                                   "use_cache=false"))
+    assert p.batch_sizes() == [4, 4, 2]
+    # Seed scoring + one strict gate per step (the candidate only); two slow updates, each
+    # comparing both epochs' skills on 5 items and gating the new guidance; three tests.
+    assert f.target == {"gate": 6 + 9 * 6, "rollout": 3 * 10, "slow_update": 2 * (2 * 5 + 6), "test": 3 * 8}
+    reflect = 3 * (max_reflections(4, 2) + max_reflections(4, 2) + max_reflections(2, 2))
+    assert f.optimizer == {"reflect": reflect, "merge": 0, "lr": 0, "slow_update": 2, "meta": 2}
+    assert f.target_calls == sum(f.target.values()) and f.optimizer_calls == 2 * f.optimizer_questions
+
+    options = ("batch_size=4", "num_epochs=3", "minibatch_size=2", "gate_mode=paired", "merge_mode=llm",
+               "lr_scheduler=autonomous", "use_meta_skill=false", "slow_update_gate=false")
+    f = plan(None, *options).call_forecast(sim_config(*options))
+    # The paired gate evaluates the incumbent too; the cache's speculative rollouts may roll
+    # out an epoch's later batches twice; merge and edit-budget questions once a step.
+    assert f.target["gate"] == 6 + 9 * 12 and f.target["rollout"] == 3 * (10 + 4 + 2)
+    assert f.target["slow_update"] == 2 * 2 * 10  # slow_update_samples (20) capped at the 10 train items
+    assert (f.optimizer["merge"], f.optimizer["lr"], f.optimizer["meta"]) == (9, 9, 0)
+
+
+def _calls_by_stage(r, run_id: str) -> tuple[dict, dict]:
+    """(role, stage) -> real calls, and -> calls whose reply was asked again (a repair)."""
+    calls = {(u["role"], u["stage"]): u["calls"] - (u["cache_hits"] or 0) for u in r.usage_by_stage(run_id)}
+    repaired: dict = {}
+    for c in r.call_errors(run_id, limit=100_000):
+        if "(repair asked)" in c["error"]:
+            repaired[(c["role"], c["stage"])] = repaired.get((c["role"], c["stage"]), 0) + 1
+    return calls, repaired
+
+
+@pytest.mark.parametrize("overrides", [
+    ("num_epochs=1", "use_cache=false"),
+    ("num_epochs=2", "use_cache=false", "merge_mode=llm", "lr_scheduler=autonomous"),
+])
+def test_call_forecast_bounds_a_real_run(tmp_path, overrides):
+    """Without the cache and with the strict gate nothing stops early: the target's calls are
+    exact but for the gates that did not run (a step or slow update without a candidate);
+    the optimizer's depend on the replies and stay within the bound."""
+    from skillopt.store.reader import Reader
+    from skillopt.tasks.loader import load_task
+    from tests.helpers import run_sim
+
+    db = tmp_path / "skillopt.db"
+    run_id = run_sim(db, *overrides)
+    config = sim_config(*overrides)
+    p = Plan.make(load_task("sim-rulebook"), config)
+    forecast = p.call_forecast(config)
+    r = Reader(db)
+    try:
+        assert r.run(run_id)["status"] == "completed"
+        calls, repaired = _calls_by_stage(r, run_id)
+        usage = r.usage(run_id)
+        skipped = sum(s["decision"] == "skip" for s in r.steps(run_id))
+        slow_gated = sum(g["kind"] == "slow_update" for g in r.gate_decisions(run_id))
+        slow_runs = len(r.slow_updates(run_id))
+    finally:
+        r.close()
+    n_sel = len(p.selection)
+    target = {stage: calls.get(("target", stage), 0) for stage in forecast.target}
+    assert target["rollout"] == forecast.target["rollout"]
+    assert target["test"] == forecast.target["test"]
+    assert target["gate"] == forecast.target["gate"] - skipped * n_sel
+    assert slow_runs == config.num_epochs - 1
+    assert target["slow_update"] == forecast.target["slow_update"] - (slow_runs - slow_gated) * n_sel
+    assert usage["target_calls"] == sum(target.values()) <= forecast.target_calls
+    for stage, bound in forecast.optimizer.items():
+        questions = calls.get(("optimizer", stage), 0) - repaired.get(("optimizer", stage), 0)
+        exact = stage in ("slow_update", "meta")  # once per epoch end from the second on
+        assert questions == bound if exact else questions <= bound, stage
+    assert forecast.optimizer["reflect"] > 0 and calls[("optimizer", "reflect")] > 0
+    assert usage["optimizer_calls"] <= forecast.optimizer_calls

@@ -1,4 +1,4 @@
-"""The evaluation cache (issue 6): what its key is made of, and what it saves.
+"""The evaluation cache: what its key is made of, and what it saves.
 
 A per-item result is keyed by (skill sha, task, item, target model, generation settings,
 evaluator version). Changing any one part must give a new key (a stale score is never
@@ -12,12 +12,14 @@ import threading
 
 import pytest
 
-from conftest import run_sim
-from skillopt.models.llm import LLM, GenSettings, ProviderError, register_provider
+from tests.helpers import run_sim
+from skillopt.models.llm import LLM
+from skillopt.models.providers import GenSettings, HandlerResult, ProviderError, register_provider
 from skillopt.store.reader import Reader
 from skillopt.rollout import Batch, Evaluator, item_hash
 from skillopt.skill import sha
-from skillopt.tasks.task import Item, load_task
+from skillopt.tasks.loader import load_task
+from skillopt.tasks.task import Item
 
 PREFIX = "rollouttest"  # a provider of this file only: counts calls, answers by a rule
 SKILL = "# Routing\n\n- Order codes starting with Z: route freight.\n"
@@ -34,7 +36,7 @@ class Counter:
             self.calls += 1
         if self.fail:
             raise ProviderError("server", "overloaded")  # retryable: with max_retries=0 the rollout fails
-        return "freight", 10, 1
+        return HandlerResult("freight", 10, 1)
 
 
 COUNTER = Counter()

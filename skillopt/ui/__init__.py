@@ -1,1 +1,2 @@
-"""Shared Streamlit helpers for app.py and pages/ (the only skillopt code that imports streamlit)."""
+"""The dashboard's logic behind app.py and pages/: views built from the store's rows, forms,
+demos. Only common.py and diffview.show use Streamlit; no skillopt code outside ui/ does."""

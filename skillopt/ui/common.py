@@ -1,34 +1,40 @@
 """What every dashboard page shares: the store path, a cached read-only reader, the run
 picker bound to ?run=<id>, the approval badge and safe rendering of untrusted text.
 
-Pages only READ the store (through skillopt.reader.Reader). The only writes are control
-rows (stop requests, approval decisions) made through skillopt.store.Store.
+Pages only READ the store (through skillopt.store.reader.Reader). The only writes are
+control rows (stop requests, approval decisions) made through skillopt.store.writer.Store.
 """
 from __future__ import annotations
 
 import html
-import os
 import sqlite3
 from pathlib import Path
 
 import streamlit as st
 
 from skillopt.store.reader import Reader
-from skillopt.store.writer import LIVE_STATUSES, db_path
+from skillopt.store.writer import db_path
+from skillopt.vocabulary import LIVE_STATUSES
 
 TTL_S = 2  # short cache: live runs update every second or two, big queries must not re-run per widget
+NO_RUNS = "No runs yet. Start one from the Home page (a simulated demo takes seconds)."
 
 
 def db() -> Path:
-    return db_path(os.environ.get("SKILLOPT_DB"))
+    """The store the dashboard reads: SKILLOPT_DB, else the default."""
+    return db_path()
 
 
 def reader() -> Reader | None:
     """A read-only reader, or None when no run has been started yet (no database file)."""
-    path = db()
-    if not path.exists():
+    return _ready(str(db()))
+
+
+def _ready(path: str) -> Reader | None:
+    """The shared reader of `path`, or None while the file or its tables do not exist yet."""
+    if not Path(path).exists():
         return None
-    r = _reader(str(path))
+    r = _reader(path)
     try:
         r.conn.execute("SELECT 1 FROM runs LIMIT 1")
     except sqlite3.OperationalError:  # created a moment ago, tables not migrated yet
@@ -52,12 +58,12 @@ def cached(method: str, *args):
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def _cached(path: str, method: str, *args):
-    if not Path(path).exists():
+    r = _ready(path)
+    if r is None:
         return None
     try:
-        return getattr(_reader(path), method)(*args)
-    except sqlite3.OperationalError:
-        # The file exists but the first trainer has not created the tables yet.
+        return getattr(r, method)(*args)
+    except sqlite3.OperationalError:  # a table this query needs is still being created
         return None
 
 
@@ -82,7 +88,7 @@ def pick_run(label: str = "Run") -> dict | None:
         # moment ago; without this, its link would show another run and rewrite the URL.
         runs = fresh.runs()
     if not runs:
-        st.info("No runs yet. Start one from the Home page (a simulated demo takes seconds).")
+        st.info(NO_RUNS)
         return None
     ids = [r["id"] for r in runs]
     index = ids.index(wanted) if wanted in ids else 0

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
+from skillopt.vocabulary import ACCEPTED
+
 Cell = float | None
 
 
@@ -30,7 +32,7 @@ class FlipMatrix:
 
 
 def _accepted(decision: str | None) -> bool:
-    return bool(decision) and decision.startswith("accept")
+    return decision in ACCEPTED
 
 
 def build(rows: Iterable[tuple[int, str, str, float]], decisions: Mapping[int, str],

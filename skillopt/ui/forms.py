@@ -1,14 +1,15 @@
-"""The logic behind the New run page: knob groups, model presets, preflight, estimate.
+"""The logic behind the New run page: tasks and uploads, knob groups, model presets,
+preflight, estimate.
 
 Kept apart from the page (and free of streamlit) so it can be tested directly and so
-the page stays a thin layout. Nothing here trains, launches or writes the store.
+the page stays a thin layout. Nothing here trains, launches or writes the store; an
+imported upload becomes a task folder (through csvimport).
 """
 from __future__ import annotations
 
 import csv
 import io
 import json
-import math
 import os
 import re
 from dataclasses import dataclass
@@ -16,11 +17,16 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from skillopt import config as cfg
-from skillopt.tasks.csvimport import MAX_UPLOAD_BYTES, csv_reader
+from skillopt.tasks.csvimport import MAX_UPLOAD_BYTES, csv_reader, import_csv_bytes
 from skillopt.errors import TaskError, UserError
-from skillopt.tasks.task import BUILTIN_DIR
+from skillopt.plan import Plan
+from skillopt.tasks.loader import BUILTIN_DIR
 
 UPLOADS_ENV = "SKILLOPT_UPLOADS_DIR"  # where imported tasks go; default data/tasks/uploads
+DEFAULT_TASK = "ticket-routing"  # preselected: a real task the embedded model learns in minutes
+# The evaluators an uploaded table can use without options.
+EVALUATORS = ("normalized", "exact", "choice", "contains", "numeric")
+PROMPT_SAMPLE = 20  # train items whose rendered prompts give the estimate's prompt length
 
 # Every RunConfig knob in exactly one group, in the order the form shows them.
 KNOB_GROUPS: dict[str, tuple[str, ...]] = {
@@ -156,9 +162,8 @@ def _key_check(field: str, name: str) -> Check:
 
 def preflight(task_ref: str, values: Mapping[str, Any], seed_skill: str | None) -> list[Check]:
     """Everything that would stop the launch, as a checklist; never raises for bad input."""
-    from skillopt.plan import Plan
     from skillopt.skill import validate
-    from skillopt.tasks.task import load_task
+    from skillopt.tasks.loader import load_task
 
     checks: list[Check] = []
     task = config = None
@@ -215,42 +220,18 @@ class Estimate:
 
 def model_prices(model: str) -> tuple[float, float] | None:
     """USD per (prompt, completion) token from litellm's offline cost map; local/sim cost 0."""
-    if model.startswith(("local/", "sim/")):
-        return 0.0, 0.0
-    from skillopt.models import llm
+    from skillopt.models import bridge
 
-    # llm.py is the one place that imports litellm (offline cost map, no telemetry).
-    entry = llm._litellm().model_cost.get(model) or llm._litellm().model_cost.get(model.partition("/")[2])
-    if not entry or "input_cost_per_token" not in entry:
-        return None
-    return float(entry["input_cost_per_token"]), float(entry.get("output_cost_per_token", 0.0))
+    return bridge.token_prices(model)
 
 
-def estimate(config: cfg.RunConfig, sizes: Mapping[str, int], *, skill_chars: int, prompt_chars: int,
+def estimate(config: cfg.RunConfig, plan: Plan, *, skill_chars: int, prompt_chars: int,
              prices: Callable[[str], tuple[float, float] | None] = model_prices) -> Estimate:
-    """Upper-bound calls and cost of a whole run (the cache and the early-stopping gate only lower them).
-
-    target  ≈ seed scoring + steps × (batch + selection) + 3 × test + slow updates
-    optimizer ≈ steps × minibatches per step + 2 per epoch (slow update, meta skill)
-    """
-    n_train, n_sel, n_test = sizes["train"], sizes["selection"], sizes["test"]
-    if config.selection_size:
-        n_sel = min(n_sel, config.selection_size)
-    if config.test_size:
-        n_test = min(n_test, config.test_size)
-    per_epoch = math.ceil(n_train / config.batch_size) if n_train else 0
-    if config.max_steps_per_epoch:
-        per_epoch = min(per_epoch, config.max_steps_per_epoch)
-    steps = per_epoch * config.num_epochs
-    batch = min(config.batch_size, n_train)
-    slow_epochs = max(0, config.num_epochs - 1) if config.use_slow_update else 0
-    slow_target = slow_epochs * (2 * min(config.slow_update_samples, n_train)
-                                 + (n_sel if config.slow_update_gate else 0))
-    target = n_sel + steps * (batch + n_sel) + 3 * n_test + slow_target
-    per_step_opt = math.ceil(batch / config.minibatch_size) if batch else 0
-    per_step_opt += (config.lr_scheduler == "autonomous") + (config.merge_mode == "llm")
-    optimizer = steps * per_step_opt + config.num_epochs * 2
-    note = "upper bound: cached answers and the early-stopping gate make fewer calls"
+    """Upper-bound calls (Plan.call_forecast) and cost of a whole run."""
+    forecast = plan.call_forecast(config)
+    target, optimizer = forecast.target_calls, forecast.optimizer_calls
+    note = ("upper bound, every optimizer reply counted with its repair re-ask: cached answers, skipped and "
+            "early-stopping gates make fewer calls")
     if config.max_calls and target + optimizer > config.max_calls:
         note = f"the run stops at max_calls = {config.max_calls}; " + note
     # Tokens are guessed from text length (≈4 characters a token); replies at most max_tokens.
@@ -261,15 +242,61 @@ def estimate(config: cfg.RunConfig, sizes: Mapping[str, int], *, skill_chars: in
                                     (config.optimizer_model, optimizer, optimizer_in)):
         price = prices(model)
         if price is None:
-            return Estimate(steps, target, optimizer, None, f"no price known for {model}; " + note)
+            return Estimate(plan.total_steps, target, optimizer, None, f"no price known for {model}; " + note)
         cost += calls * (tokens_in * price[0] + config.max_tokens * price[1])
-    return Estimate(steps, target, optimizer, cost, note)
+    return Estimate(plan.total_steps, target, optimizer, cost, note)
 
 
-# ---- uploads ------------------------------------------------------------------------
+def estimate_for(task, config: cfg.RunConfig, seed_skill: str) -> Estimate:
+    """The estimate of training `task` from `seed_skill`; raises TaskError for an empty split."""
+    sample = task.split("train")[:PROMPT_SAMPLE]
+    prompt_chars = sum(len(task.render(it)) for it in sample) // max(1, len(sample))
+    return estimate(config, Plan.make(task, config), skill_chars=len(seed_skill), prompt_chars=prompt_chars)
+
+
+# ---- tasks and uploads --------------------------------------------------------------
 
 def uploads_dir() -> Path:
     return Path(os.environ.get(UPLOADS_ENV) or BUILTIN_DIR / "uploads")
+
+
+def task_ref(info) -> str:
+    """Built-ins by name (short, portable command line); uploads by folder."""
+    return info.name if Path(info.path).parent == BUILTIN_DIR else str(info.path)
+
+
+def default_task_index(names: list[str]) -> int:
+    return names.index(DEFAULT_TASK) if DEFAULT_TASK in names else 0
+
+
+def upload_table(name: str, data: bytes) -> tuple[bytes, list[str]]:
+    """An uploaded JSONL or CSV file as (CSV bytes, column names)."""
+    csv_bytes = jsonl_to_csv(name, data) if name.endswith(".jsonl") else data
+    return csv_bytes, csv_columns(name, csv_bytes)
+
+
+def default_inputs(columns: list[str], answer: str, id_choice: str) -> list[str]:
+    """The input columns to preselect: all but the answer, the id and the usual label names."""
+    return [c for c in columns if c not in (answer, id_choice) and c.lower() not in ("id", "label", "answer", "expected")]
+
+
+def split_ratio(text: str) -> tuple[float, ...]:
+    """"2:1:7" -> (2.0, 1.0, 7.0): the train:selection:test proportions of an import."""
+    try:
+        parts = tuple(float(p) for p in text.split(":"))
+    except ValueError:
+        parts = ()
+    if len(parts) != 3 or min(parts) < 0 or not sum(parts):
+        raise TaskError(f"split ratio '{text}': give three non-negative numbers like 2:1:7")
+    return parts
+
+
+def import_upload(csv_bytes: bytes, file_name: str, name: str, ratio: str, **columns: Any) -> Path:
+    """Import an uploaded table as the task `name` under uploads_dir(); `columns` are
+    csvimport's mapping, answer_column, id_column and evaluator. Returns its folder."""
+    parts = split_ratio(ratio)
+    folder = task_name(name)
+    return import_csv_bytes(csv_bytes, file_name, uploads_dir() / folder, ratio=parts, name=folder, **columns)
 
 
 def check_upload(name: str, data: bytes) -> None:

@@ -6,51 +6,38 @@ figures; the pages only lay them out. No streamlit here, so the numbers are test
 from __future__ import annotations
 
 import json
-import os
 import time
-from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
 
-from skillopt.store import export
 from skillopt import schedules
-from skillopt.store.writer import LIVE_STATUSES
+from skillopt.launcher import process_alive
+from skillopt.store import export
+from skillopt.vocabulary import ACCEPTED, LIVE_STATUSES, ROLES, STAGES, TEST_SKILLS
 
-# The stages of one step, then the epoch and run ends, in the order the trainer runs them.
-STAGES: tuple[tuple[str, str], ...] = (
-    ("rollout", "Rollout"), ("reflect", "Reflect"), ("aggregate", "Aggregate"), ("select", "Select"),
-    ("approval", "Approval"), ("gate", "Gate"), ("slow_update", "Slow update"), ("meta", "Meta skill"),
-    ("test", "Test"), ("done", "Done"),
-)
-RESUMABLE = ("stopped", "failed", "interrupted")
+# How the stage strip names each stage (the vocabulary gives the trainer's order).
+STAGE_LABELS: dict[str, str] = {
+    "rollout": "Rollout", "reflect": "Reflect", "aggregate": "Aggregate", "select": "Select",
+    "approval": "Approval", "gate": "Gate", "slow_update": "Slow update", "meta": "Meta skill", "test": "Test",
+    "done": "Done"}
+# The dashboard's own status: a live-looking run whose trainer process is gone.
+INTERRUPTED = "interrupted"
+RESUMABLE = ("stopped", "failed", INTERRUPTED)
+SHOWS_LOG = ("failed", INTERRUPTED, "stopped", "budget_exhausted")  # the trainer's log explains these ends
 
 
 def stage_label(stage: str) -> str:
-    return dict(STAGES).get(stage, stage or "starting")
+    return STAGE_LABELS.get(stage, stage or "starting")
+
+
+def stage_strip(stage: str) -> str:
+    """The step's stages as one markdown line, the current one in bold (fixed labels only)."""
+    return " → ".join(f"**:blue[{stage_label(key)}]**" if key == stage else stage_label(key) for key in STAGES)
 
 
 # ---- status and timing ------------------------------------------------------------------
-
-def process_alive(pid: int | None) -> bool:
-    """Whether the trainer process still runs (a zombie — exited, not yet reaped — does not)."""
-    if not pid:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    if stat.exists():
-        try:
-            return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
-        except (OSError, IndexError):
-            return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
 
 def effective_status(run: Mapping[str, Any]) -> str:
     """The stored status, or "interrupted" when a live-looking run's process is gone.
@@ -60,7 +47,7 @@ def effective_status(run: Mapping[str, Any]) -> str:
     """
     status = run.get("status") or ""
     if status in LIVE_STATUSES and run.get("pid") and not process_alive(run["pid"]):
-        return "interrupted"
+        return INTERRUPTED
     return status
 
 
@@ -100,7 +87,7 @@ def clock(ts: float | None) -> str:
 
 def incumbent_after(step: Mapping[str, Any]) -> float | None:
     """The incumbent's selection score after a step (the candidate's when it was accepted)."""
-    if str(step.get("decision") or "").startswith("accept") and step.get("candidate_score") is not None:
+    if step.get("decision") in ACCEPTED and step.get("candidate_score") is not None:
         return step["candidate_score"]
     return step.get("current_score")
 
@@ -170,14 +157,13 @@ def step_curves(steps: Sequence[Mapping[str, Any]], seed_score: float | None,
     cand = [s for s in steps if s.get("candidate_score") is not None]
     fig.add_trace(go.Scatter(
         x=[s["step"] for s in cand], y=[s["candidate_score"] for s in cand], name="selection: candidate",
-        mode="markers", marker={"symbol": ["circle" if str(s["decision"]).startswith("accept") else "x"
-                                           for s in cand], "size": 9},
+        mode="markers", marker={"symbol": ["circle" if s["decision"] in ACCEPTED else "x" for s in cand], "size": 9},
         text=[s["decision"] for s in cand], hovertemplate="step %{x}: candidate %{y:.3f} (%{text})<extra></extra>"))
     best_y = ([seed_score] if seed_score is not None else []) + [s["best_score"] for s in steps]
     fig.add_trace(go.Scatter(x=sel_x, y=best_y, name="best so far", mode="lines", line={"shape": "hv", "dash": "dash"}))
     end = max([total_steps, *xs]) if (xs or total_steps) else 0
     # Test scores sit just right of the last step, side by side, so equal scores stay visible.
-    markers = {"seed": ("triangle-down", 0.3), "best": ("star", 0.5), "final": ("diamond", 0.7)}
+    markers = dict(zip(TEST_SKILLS, (("triangle-down", 0.3), ("star", 0.5), ("diamond", 0.7))))
     for which, (symbol, dx) in markers.items():
         if which in tests:
             fig.add_trace(go.Scatter(x=[end + dx], y=[tests[which]["score"]], name=f"test: {which} skill",
@@ -218,7 +204,37 @@ def usage_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
                                            "latency_s": "model time s"})
 
 
+def total_calls(usage: Mapping[str, Any]) -> int:
+    """Real (uncached) model calls of all roles."""
+    return int(sum(usage.get(f"{role}_calls", 0) for role in ROLES))
+
+
+def tests_caption(tests: Mapping[str, Mapping[str, Any]]) -> str:
+    return "Test split: " + " · ".join(f"{w} skill {tests[w]['score']:.3f}" for w in TEST_SKILLS if w in tests)
+
+
+def tokens_caption(usage: Mapping[str, Any]) -> str:
+    return (f"{usage.get('prompt_tokens', 0):,} prompt + {usage.get('completion_tokens', 0):,} completion "
+            f"tokens · {usage.get('cache_hits', 0):,} response-cache hits · "
+            f"{usage.get('eval_cache_hits', 0):,} evaluation-cache hits")
+
+
+def events_table(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [{"time": clock(e["created_at"]), "step": e["step"], "type": e["type"], "message": e["message"]}
+            for e in events]
+
+
+def errors_table(calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [{"step": c["step"], "stage": c["stage"], "role": c["role"], "model": c["model"],
+             "attempts": c["attempts"], "error": c["error"]} for c in calls]
+
+
 # ---- Compare ----------------------------------------------------------------------------
+
+def compare_label(run: Mapping[str, Any]) -> str:
+    """The run's name and the end of its id (names repeat: demo runs share theirs)."""
+    return f"{run['name'] or run['id']} ({run['id'][-6:]})"
+
 
 def selection_curve(steps: Sequence[Mapping[str, Any]], seed_score: float | None) -> tuple[list[int], list]:
     xs = ([0] if seed_score is not None else []) + [s["step"] for s in steps]
