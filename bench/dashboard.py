@@ -33,7 +33,8 @@ from skillopt.config import load_config  # noqa: E402
 from skillopt.events import EditOutcome  # noqa: E402
 from skillopt.models.llm import CallRecord  # noqa: E402
 from skillopt.patch import Edit  # noqa: E402
-from skillopt.reflect import MinibatchResult, RejectedEdit  # noqa: E402
+from skillopt.reflect import MinibatchResult  # noqa: E402
+from skillopt.state import RejectedEdit  # noqa: E402
 from skillopt.skill import sha  # noqa: E402
 from skillopt.store.writer import Store  # noqa: E402
 from skillopt.tasks.task import Evaluation, Item, Trajectory  # noqa: E402
