@@ -29,9 +29,16 @@ Role = Literal["target", "optimizer", "judge"]
 ROLES: tuple[Role, ...] = ("target", "optimizer", "judge")
 
 # What the edit pipeline did with a proposed edit (transforms): still in the pool, chosen
-# within the edit budget, cut by the budget, folded into a near-duplicate, or unusable.
-Fate = Literal["pending", "selected", "clipped", "merged", "invalid"]
-FATES: tuple[Fate, ...] = ("pending", "selected", "clipped", "merged", "invalid")
+# within the edit budget, cut by the budget, folded into a near-duplicate, unusable, or
+# dropped before the pipeline (by the reflection's checks, with a DropReason).
+Fate = Literal["pending", "selected", "clipped", "merged", "invalid", "dropped"]
+FATES: tuple[Fate, ...] = ("pending", "selected", "clipped", "merged", "invalid", "dropped")
+
+# Why the reflection step dropped a proposed edit before the pipeline saw it: it repeats an
+# edit the gate or a person rejected alone, still holds a template slot, is longer than an
+# edit may be, or names a line or section the skill does not have.
+DropReason = Literal["repeat_of_rejected", "template_slot", "too_long", "bad_anchor"]
+DROP_REASONS: tuple[DropReason, ...] = ("repeat_of_rejected", "template_slot", "too_long", "bad_anchor")
 
 # What applying a selected edit to the skill did (patch).
 EditStatus = Literal["applied", "anchor_not_found", "ambiguous_anchor", "protected", "duplicate", "noop"]
@@ -56,18 +63,19 @@ GATE_OUTCOMES: tuple[GateOutcome, ...] = ("accepted", "rejected", "skipped")
 # Why a rejected edit is remembered: the gate rejected its candidate, or a person did.
 RejectionReason = Literal["gate", "human"]
 
-# A run's lifecycle in the store.
-RunStatus = Literal["pending", "running", "waiting_approval", "stopping", "completed", "stopped", "failed",
-                    "budget_exhausted"]
+# A run's lifecycle in the store. "incomplete": the run finished, but a final test score
+# misses more items (model errors) than max_error_rate allows; resuming retries them.
+RunStatus = Literal["pending", "running", "waiting_approval", "stopping", "completed", "incomplete", "stopped",
+                    "failed", "budget_exhausted"]
 LIVE_STATUSES: tuple[RunStatus, ...] = ("pending", "running", "waiting_approval", "stopping")
-FINAL_STATUSES: tuple[RunStatus, ...] = ("completed", "stopped", "failed", "budget_exhausted")
+FINAL_STATUSES: tuple[RunStatus, ...] = ("completed", "incomplete", "stopped", "failed", "budget_exhausted")
 
 # Which skill a final test evaluation scored.
 TestSkill = Literal["seed", "best", "final"]
 TEST_SKILLS: tuple[TestSkill, ...] = ("seed", "best", "final")
 
 # Why a set of rollouts was run (the rollouts.purpose column): a step's train batch, the
-# gate's incumbent and candidate (the slow update's candidate has its own purpose), the
-# slow update's comparison of the epoch's start and end skills, and the final tests.
-Purpose = Literal["train", "gate_current", "gate_candidate", "slow_update_candidate", "slow_prev", "slow_cur",
-                  "test_seed", "test_best", "test_final", "baseline"]
+# incumbent and the candidate of each gating stage (a step's gate, the slow update's gate),
+# the slow update's comparison of the epoch's start and end skills, and the final tests.
+Purpose = Literal["train", "gate_current", "gate_candidate", "slow_update_current", "slow_update_candidate",
+                  "slow_prev", "slow_cur", "test_seed", "test_best", "test_final", "baseline"]

@@ -14,6 +14,46 @@ def m001_initial(db: sqlite_utils.Database) -> None:
     db.executescript(_SCHEMA)
 
 
+
+@migrations()
+def m002_errors_notes_and_dropped_edits(db: sqlite_utils.Database) -> None:
+    """Errors are data: every gate and test row counts its errored items and says whether
+    its score is complete; llm_calls keeps notes on successful calls apart from errors;
+    edits keep why they got their fate; a rejected edit remembers the edits rejected with it."""
+    db.executescript(_M002)
+    for row in db.execute("SELECT id, error FROM llm_calls WHERE error != ''").fetchall():
+        error, note = split_notes(row[1])
+        db.execute("UPDATE llm_calls SET error = ?, note = ? WHERE id = ?", (error, note, row[0]))
+
+
+# Notes a successful call may carry, as the first word of one "; "-separated part.
+NOTE_KINDS = ("retried", "truncated", "dropped")
+
+
+def split_notes(text: str) -> tuple[str, str]:
+    """(error, note) of an old llm_calls.error value: notes on a successful call were stored
+    there, joined by "; ". An invalid_json part whose repair was asked is a note (the repair
+    decided); any other part is an error."""
+    errors, notes = [], []
+    for part in (p for p in text.split("; ") if p):
+        kind = part.split(":", 1)[0].strip()
+        is_note = kind in NOTE_KINDS or (kind == "invalid_json" and part.endswith("(repair asked)"))
+        (notes if is_note else errors).append(part)
+    return "; ".join(errors), "; ".join(notes)
+
+
+_M002 = """
+ALTER TABLE llm_calls ADD COLUMN note TEXT DEFAULT '';
+ALTER TABLE gate_decisions ADD COLUMN n_errors INTEGER DEFAULT 0;
+ALTER TABLE gate_decisions ADD COLUMN n_errors_current INTEGER DEFAULT 0;
+ALTER TABLE gate_decisions ADD COLUMN complete INTEGER DEFAULT 1;
+ALTER TABLE tests ADD COLUMN n_errors INTEGER DEFAULT 0;
+ALTER TABLE tests ADD COLUMN complete INTEGER DEFAULT 1;
+ALTER TABLE steps ADD COLUMN train_errors INTEGER DEFAULT 0;
+ALTER TABLE edits ADD COLUMN note TEXT DEFAULT '';
+ALTER TABLE rejected_buffer ADD COLUMN companions_json TEXT DEFAULT '[]';
+"""
+
 _SCHEMA = """
 CREATE TABLE runs (
   id TEXT PRIMARY KEY, name TEXT, task TEXT, task_path TEXT, config_json TEXT, seed_skill TEXT,
