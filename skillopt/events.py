@@ -78,6 +78,7 @@ class EditOutcome:
     status: EditStatus | Literal[""] = ""  # what applying it did ("": it was not selected)
     approval: Approval | Literal[""] = ""  # "": no approval mode
     gate: GateOutcome | Literal[""] = ""  # "": it never reached the gate
+    note: str = ""  # why it got its fate or status (a drop reason, a near-duplicate's text, ...)
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,7 @@ class StepCompleted(Event):
     n_failed_minibatches: int
     duration_s: float
     state: State
+    train_errors: int = 0  # train items whose rollout errored (left out of train_hard/train_soft)
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,8 @@ class TestEvaluated(Event):
     soft: float
     n_items: int
     state: State
+    n_errors: int = 0  # test items whose rollout errored (left out of the score)
+    complete: bool = True  # n_errors within max_error_rate
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,9 @@ class GateDecision:
     losses: int
     early_stop: bool
     reason: str
+    n_errors: int = 0  # gate items the candidate could not be scored on (model errors): left out
+    n_errors_current: int = 0  # the same for the incumbent
+    complete: bool = True  # False when either skill errored on more items than max_error_rate allows
 
 
 def strict(current_score: float, candidate_score: float, n_items: int) -> GateDecision:

@@ -22,6 +22,7 @@ class RejectedEdit:
     score_before: float
     score_after: float
     reason: RejectionReason
+    companions: tuple[Edit, ...] = ()  # the other edits of a rejected multi-edit candidate
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,9 @@ class State:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "State":
         rejected = tuple(RejectedEdit(step=r["step"], edit=Edit(**r["edit"]), score_before=r["score_before"],
-                                      score_after=r["score_after"], reason=r["reason"]) for r in data["rejected"])
+                                      score_after=r["score_after"], reason=r["reason"],
+                                      companions=tuple(Edit(**e) for e in r.get("companions", ())))
+                         for r in data["rejected"])
         return cls(step=data["step"], skill=data["skill"], current_score=data["current_score"],
                    best_skill=data["best_skill"], best_score=data["best_score"], best_step=data["best_step"],
                    epoch_start_skill=data["epoch_start_skill"], meta_skill=data["meta_skill"],
@@ -65,7 +68,8 @@ class State:
 
 def rejected_json(r: RejectedEdit) -> dict[str, Any]:
     return {"step": r.step, "edit": edit_json(r.edit), "score_before": r.score_before,
-            "score_after": r.score_after, "reason": r.reason}
+            "score_after": r.score_after, "reason": r.reason,
+            "companions": [edit_json(e) for e in r.companions]}
 
 
 def edit_json(e: Edit) -> dict[str, Any]:

@@ -76,6 +76,7 @@ class CallRecord:
     error: str
     attempts: int
     created_at: float
+    note: str = ""  # faults met by a call that succeeded in the end (see the class docstring)
 
 
 class CallSink(Protocol):

@@ -176,10 +176,10 @@ class Store:
     def record_call(self, r: CallRecord) -> None:
         with self.tx() as c:
             c.execute("INSERT INTO llm_calls (run_id, step, role, stage, model, prompt_tokens, "
-                      "completion_tokens, cost_usd, latency_s, cached, error, attempts, created_at) "
-                      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                      "completion_tokens, cost_usd, latency_s, cached, error, attempts, created_at, note) "
+                      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                       (r.run_id, r.step, r.role, r.stage, r.model, r.prompt_tokens, r.completion_tokens,
-                       r.cost_usd, r.latency_s, int(r.cached), r.error, r.attempts, r.created_at))
+                       r.cost_usd, r.latency_s, int(r.cached), r.error, r.attempts, r.created_at, r.note))
 
     def eval_get(self, key: str) -> sqlite3.Row | None:
         rows = self.query("SELECT * FROM eval_cache WHERE key = ?", (key,))
@@ -253,27 +253,28 @@ class Store:
         now = time.time()
         s, g = e.state, e.gate
         with self.tx() as c:
-            c.execute("INSERT OR REPLACE INTO steps VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            c.execute("INSERT OR REPLACE INTO steps VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                       (e.run_id, e.step, e.epoch, e.edit_budget, e.scheduled_budget, e.train_hard, e.train_soft,
                        g.current_score if g else s.current_score, g.candidate_score if g else None,
                        s.best_score, e.decision, len(e.outcomes),
                        sum(o.fate == "selected" for o in e.outcomes),
                        sum(o.status == "applied" for o in e.outcomes),
-                       e.n_minibatches, e.n_failed_minibatches, e.duration_s, now))
+                       e.n_minibatches, e.n_failed_minibatches, e.duration_s, now, e.train_errors))
             c.execute("DELETE FROM edits WHERE run_id = ? AND step = ?", (e.run_id, e.step))
-            c.executemany("INSERT INTO edits VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            c.executemany("INSERT INTO edits VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                           [(e.run_id, e.step, i, o.edit.op, o.edit.target, o.edit.content, o.edit.section,
                             o.edit.rationale, o.edit.source, o.edit.support, json.dumps(list(o.minibatches)),
-                            o.fate, o.status, o.approval, o.gate) for i, o in enumerate(e.outcomes)])
+                            o.fate, o.status, o.approval, o.gate, o.note) for i, o in enumerate(e.outcomes)])
             if e.candidate is not None:
                 self._version(c, e.run_id, e.step, "candidate", e.candidate, g.candidate_score if g else None)
             self._version(c, e.run_id, e.step, "current", s.skill, s.current_score)
             if g is not None:
                 self._gate(c, e.run_id, e.step, "step", e.decision, g, e.flipped)
             epoch_rejected = [r for r in s.rejected if r.step == e.step]
-            c.executemany("INSERT OR REPLACE INTO rejected_buffer VALUES (?,?,?,?,?,?,?,?)",
+            c.executemany("INSERT OR REPLACE INTO rejected_buffer VALUES (?,?,?,?,?,?,?,?,?)",
                           [(e.run_id, e.step, i, e.epoch, json.dumps(edit_json(r.edit)), r.score_before,
-                            r.score_after, r.reason) for i, r in enumerate(epoch_rejected)])
+                            r.score_after, r.reason, json.dumps([edit_json(x) for x in r.companions]))
+                           for i, r in enumerate(epoch_rejected)])
             self._log(c, e.run_id, e.step, "step", f"step {e.step}: {e.decision}")
             self._save_state(c, e.run_id, s, now)
 
@@ -305,8 +306,9 @@ class Store:
     def _test(self, e: ev.TestEvaluated) -> None:
         now = time.time()
         with self.tx() as c:
-            c.execute("INSERT OR REPLACE INTO tests VALUES (?,?,?,?,?,?,?)",
-                      (e.run_id, e.which, e.skill_sha, e.score, e.hard, e.soft, e.n_items))
+            c.execute("INSERT OR REPLACE INTO tests VALUES (?,?,?,?,?,?,?,?,?)",
+                      (e.run_id, e.which, e.skill_sha, e.score, e.hard, e.soft, e.n_items, e.n_errors,
+                       int(e.complete)))
             c.execute(f"UPDATE runs SET {e.which}_test = ? WHERE id = ?", (e.score, e.run_id))
             self._log(c, e.run_id, e.state.step, "test", f"test {e.which}: {e.score:.3f}")
             self._save_state(c, e.run_id, e.state, now)
@@ -324,10 +326,11 @@ class Store:
     def _gate(self, c: sqlite3.Connection, run_id: str, step: int, kind: str, decision: str, g: Any,
               flipped: Sequence[tuple[str, float, float]]) -> None:
         config = json.loads(self.run_config_json(c, run_id))
-        c.execute("INSERT OR REPLACE INTO gate_decisions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        c.execute("INSERT OR REPLACE INTO gate_decisions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                   (run_id, step, kind, config.get("gate_mode"), config.get("gate_metric"), decision,
                    g.current_score, g.candidate_score, g.margin, g.p_value, g.n_items, g.n_evaluated,
-                   g.wins, g.losses, int(g.early_stop), g.reason, json.dumps([list(f) for f in flipped])))
+                   g.wins, g.losses, int(g.early_stop), g.reason, json.dumps([list(f) for f in flipped]),
+                   g.n_errors, g.n_errors_current, int(g.complete)))
 
     @staticmethod
     def run_config_json(c: sqlite3.Connection, run_id: str) -> str:

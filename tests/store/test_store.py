@@ -24,7 +24,30 @@ def test_wal_and_migrations_are_idempotent(tmp_path):
     assert store.query("PRAGMA journal_mode")[0][0] == "wal"
     applied = [m.name for m in migrations.applied(store.db)]
     Store(tmp_path / "s.db")  # opening again applies nothing twice
-    assert [m.name for m in migrations.applied(store.db)] == applied == ["m001_initial"]
+    assert [m.name for m in migrations.applied(store.db)] == applied == ["m001_initial",
+                                                                          "m002_errors_notes_and_dropped_edits"]
+
+
+def test_m002_moves_old_notes_out_of_the_error_column(tmp_path):
+    """A database written before llm_calls had a note column: notes on successful calls
+    were stored as errors. Opening it with this version splits them apart."""
+    import sqlite_utils
+
+    path = tmp_path / "old.db"
+    db = sqlite_utils.Database(path)
+    migrations.apply(db, stop_before="m002_errors_notes_and_dropped_edits")
+    rows = [("retried: timeout: slow | server: 500; truncated: reply reached max_tokens", ),
+            ("timeout: no reply after 4 retries", ), ("retried: server: 502; invalid_json: not an object", ),
+            ("invalid_json: prose (repair asked)", ), ("", )]
+    db.conn.executemany("INSERT INTO llm_calls (run_id, error) VALUES ('r', ?)", rows)
+    db.conn.commit()
+    db.close()
+    store = Store(path)
+    got = [tuple(r) for r in store.query("SELECT error, note FROM llm_calls ORDER BY id")]
+    assert got == [("", "retried: timeout: slow | server: 500; truncated: reply reached max_tokens"),
+                   ("timeout: no reply after 4 retries", ""),
+                   ("invalid_json: not an object", "retried: server: 502"),
+                   ("", "invalid_json: prose (repair asked)"), ("", "")]
 
 
 def test_reader_is_read_only(tmp_path):
