@@ -1,28 +1,40 @@
-"""Model calls of a full training run: the reference behaviour vs the project's best configuration.
+"""Model calls of full training runs: the published behaviour vs the configuration this script's rule picks.
 
-    python bench/calls.py [--seeds 3] [--workers 4] [--tune 16]
+    python bench/calls.py [--tune-seeds 12] [--seeds 16] [--workers 2] [--optimizers oracle,non-oracle]
 
-On `sim-rulebook` (simulated models, so calls are counted, not timed), each seed runs the
-full default schedule (4 epochs, batch 40) under:
+On `sim-rulebook` (simulated models: calls are counted, not timed), every run is the full
+default schedule (4 epochs, batch 40) in its own fresh database, so no run reuses another's cache.
 
-- reference: gate_mode=strict, use_cache=false, speculative_rollouts=false -- the published
-  SkillOpt's behaviour: every candidate scored on the whole selection split, the seed skill
-  re-scored on the test split, every stage strictly sequential;
-- best: the configuration with the fewest target calls at a test score no lower (BEST below;
-  with --tune N it is picked afresh among CANDIDATES on N seeds disjoint from the reported ones,
-  so it never rests on the luck of the reported seeds);
-- for context, the project defaults and the best configuration with speculative rollouts.
+Reference arm: gate_mode=strict use_cache=false speculative_rollouts=false, the published
+SkillOpt's behaviour (every candidate scored on the whole selection split, nothing cached,
+every stage sequential).
 
-Every run writes into its own fresh temporary database, so no cache entry of one run
-(not even the seed skill's test results) is reused by another: the savings shown are
-within-run only. A last row shows what sharing one database adds. Target calls are model
-calls actually made (response-cache hits are not calls); tokens are those of those calls.
-The last line is one JSON object with every figure.
+Counting rule, the same in every arm (and every bench in bench/): target calls are the model
+calls a run actually made (cache hits are not calls), except that a test evaluation of a skill
+text already tested in the same run is counted once. When the best skill is the final one, or
+the seed stayed the best, the second identical test evaluation's calls are not counted: a
+reference implementation would reuse the score (with the cache on, it costs nothing anyway).
+
+The compared configuration is picked by a rule fixed here in advance, never by hand: among
+CANDIDATES, on the tuning seeds (TUNE_SEED up), the one with the fewest mean target calls
+among those whose mean test score is at least the reference's; if none is, the one with the
+highest mean test score, and the output says so. It is then run with the reference on the
+reported seeds (42 up, disjoint from the tuning seeds) and compared seed by seed: the mean and
+95% t-interval of the per-seed calls ratio (candidate / reference) and of the per-seed test
+score difference (candidate - reference, test score of the best skill, 120 test items).
+Target: mean ratio <= 0.5 and mean score difference >= 0; a miss is printed as a miss.
+
+Both simulated optimizers are measured, each tuned and reported on its own and labelled:
+"oracle" = sim/optimizer, which reads the world's hidden rules; "non-oracle" = sim/learner,
+which sees only the prompts and learns rules from the cases (20% of its rules wrong or
+irrelevant). Context rows, outside the verdict: the project defaults, the picked configuration
+with speculative rollouts, and the picked configuration with the reported runs sharing one
+database (later runs reuse the seed skill's test results). The last line is one JSON object,
+also saved to bench/results/calls.json (bench/report.py puts it in the READMEs).
 """
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -31,36 +43,24 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchkit import finish, interval  # noqa: E402  (bench/ is the script's folder, first on sys.path)
+
 TASK = "sim-rulebook"
-SIM = ("target_model=sim/target", "optimizer_model=sim/optimizer")
+OPTIMIZERS = {"oracle": "sim/optimizer", "non-oracle": "sim/learner"}
 REFERENCE = ("gate_mode=strict", "use_cache=false", "speculative_rollouts=false")
-# Why each knob: the paired gate walks the incumbent's failures first and stops as soon as the
-# candidate cannot win (exact: the same decision as scoring every item); a 30-item selection
-# sample (of 60) makes each full check cheaper; failure_only reflects on failures only (the
-# successes' minibatches rarely propose useful edits, and their edits cost gate calls); the
-# cache never scores a skill twice on an item; speculation is off because it spends calls to
-# save wall time ("+ speculative" row).
-# Chosen on tuning seeds 1000-1007, never on the reported ones (there: 0.475x the reference's
-# target calls, test 0.870 vs 0.857): with seeds this noisy, picking on the reported seeds
-# would only pick luck. `--tune N` repeats the search among CANDIDATES.
-BEST = ("gate_mode=paired", "gate_alpha=0.5", "selection_size=30", "failure_only=true", "use_cache=true",
-        "speculative_rollouts=false")
-# --tune searches these on seeds disjoint from the reported ones (TUNE_SEED up) and reports the
-# one with the fewest target calls whose tuning score is not below the reference's (see tune).
+# Fixed before any tuning run. Why each knob: the paired gate stops as soon as the candidate
+# cannot win (the same decision as scoring every item); a selection sample makes each check
+# cheaper; failure_only skips the successes' minibatches; the cache never scores a skill twice on
+# an item; speculation spends calls to save wall time, so it is off in the call-count candidates.
 CANDIDATES = tuple(("gate_mode=paired", f"gate_alpha={alpha}", f"selection_size={size}", f"failure_only={fo}",
                     "use_cache=true", "speculative_rollouts=false")
                    for size in (30, 40, 0) for alpha in (0.5, 0.3) for fo in ("true", "false"))
-TUNE_SEED = 1000
+TUNE_SEED, REPORT_SEED = 1000, 42
 STAGES = ("rollout", "gate", "slow_update", "test")
 
 
-def configs(best: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
-    speculative = tuple(o for o in best if not o.startswith("speculative")) + ("speculative_rollouts=true",)
-    return {"reference": REFERENCE, "defaults": (), "best": best, "best + speculative": speculative}
-
-
 def measure(db: Path, overrides: tuple[str, ...], seed: int) -> dict:
-    """Train once into `db`; return the run's calls, tokens and test scores."""
+    """Train once into `db`; the run's calls (by the counting rule), tokens and test scores."""
     from skillopt import runner
     from skillopt.config import load_config
     from skillopt.store.reader import Reader
@@ -68,31 +68,57 @@ def measure(db: Path, overrides: tuple[str, ...], seed: int) -> dict:
 
     store = Store(db)
     try:
-        run_id, status = runner.start(store, TASK, load_config(None, [*SIM, *overrides, f"seed={seed}"]))
+        run_id, status = runner.start(store, TASK, load_config(None, [*overrides, f"seed={seed}"]))
     finally:
         store.close()
     reader = Reader(db)
     try:
-        made = reader.one(
-            "SELECT SUM(role = 'target') AS target, SUM(role = 'optimizer') AS optimizer, "
-            "COALESCE(SUM(prompt_tokens + completion_tokens), 0) AS tokens "
-            "FROM llm_calls WHERE run_id = ? AND cached = 0", (run_id,))
+        made = reader.one("SELECT SUM(role = 'target') AS target, SUM(role = 'optimizer') AS optimizer, "
+                          "COALESCE(SUM(prompt_tokens + completion_tokens), 0) AS tokens "
+                          "FROM llm_calls WHERE run_id = ? AND cached = 0", (run_id,))
         stages = {r["stage"]: r["n"] for r in reader.q(
             "SELECT stage, COUNT(*) AS n FROM llm_calls WHERE run_id = ? AND role = 'target' AND cached = 0 "
             "GROUP BY stage", (run_id,))}
+        repeat_calls, repeat_tokens = repeated_tests(reader, run_id)
         tests = reader.tests(run_id)
         decisions = [s["decision"] for s in reader.steps(run_id)]
     finally:
         reader.close()
-    return {"seed": seed, "status": status, "target_calls": made["target"] or 0,
-            "optimizer_calls": made["optimizer"] or 0, "tokens": made["tokens"],
-            "stages": {s: stages.get(s, 0) for s in STAGES},
+    stages["test"] = stages.get("test", 0) - repeat_calls
+    return {"seed": seed, "status": status, "target_calls": (made["target"] or 0) - repeat_calls,
+            "repeat_test_calls": repeat_calls, "optimizer_calls": made["optimizer"] or 0,
+            "tokens": made["tokens"] - repeat_tokens, "stages": {s: stages.get(s, 0) for s in STAGES},
             "test_best": tests["best"]["score"], "test_seed": tests["seed"]["score"],
             "accepts": sum(d.startswith("accept") for d in decisions)}
 
 
-def fresh_run(args: tuple[str, tuple[str, ...], int]) -> tuple[str, dict]:
-    name, overrides, seed = args
+def repeated_tests(reader, run_id: str) -> tuple[int, int]:
+    """(calls, tokens) of test evaluations of a skill text the run had already tested.
+
+    The trainer tests seed, best and final one after another, so the test-stage target calls,
+    in id order, are the seed's, then the best's, then the final's; each evaluation's count is its
+    rollouts made without a cache hit."""
+    tested = {r["which"]: r["skill_sha"] for r in reader.q("SELECT which, skill_sha FROM tests WHERE run_id = ?",
+                                                           (run_id,))}
+    made = {r["purpose"]: r["n"] for r in reader.q(
+        "SELECT purpose, COUNT(*) AS n FROM rollouts WHERE run_id = ? AND split = 'test' AND cached = 0 "
+        "GROUP BY purpose", (run_id,))}
+    tokens = [r["t"] for r in reader.q(
+        "SELECT prompt_tokens + completion_tokens AS t FROM llm_calls WHERE run_id = ? AND role = 'target' "
+        "AND stage = 'test' AND cached = 0 ORDER BY id", (run_id,))]
+    seen, start, calls, repeat_tokens = set(), 0, 0, 0
+    for which in ("seed", "best", "final"):
+        n = made.get(f"test_{which}", 0)
+        if tested.get(which) in seen:
+            calls += n
+            repeat_tokens += sum(tokens[start:start + n])
+        seen.add(tested.get(which))
+        start += n
+    return calls, repeat_tokens
+
+
+def fresh_run(job: tuple[str, tuple[str, ...], int]) -> tuple[str, dict]:
+    name, overrides, seed = job
     with tempfile.TemporaryDirectory(prefix="skillopt-bench-") as tmp:
         return name, measure(Path(tmp) / "runs.db", overrides, seed)
 
@@ -108,6 +134,7 @@ def mean(rows: list[dict], key: str) -> float:
 
 
 def run_all(named: dict[str, tuple[str, ...]], seeds: list[int], workers: int) -> dict[str, list[dict]]:
+    """Every configuration on every seed, each in a fresh database; rows in seed order."""
     jobs = [(name, overrides, seed) for name, overrides in named.items() for seed in seeds]
     with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
         results = list(pool.map(fresh_run, jobs))
@@ -117,91 +144,127 @@ def run_all(named: dict[str, tuple[str, ...]], seeds: list[int], workers: int) -
     return {name: [r for n, r in results if n == name] for name in named}
 
 
-def tune(n_seeds: int, workers: int) -> tuple[str, ...]:
-    """The candidate with the fewest target calls whose tuning score is not below the reference's.
-
-    "Not below" allows one standard error of the per-seed differences (same seeds for both):
-    on a few dozen seeds the means of equally good configurations differ by about that much,
-    and a strict >= would pick whichever one was luckier, not the cheaper of equals.
-    """
-    seeds = list(range(TUNE_SEED, TUNE_SEED + n_seeds))
-    named = {"reference": REFERENCE, **{" ".join(c): c for c in CANDIDATES}}
+def tune(model: tuple[str, ...], seeds: list[int], workers: int) -> tuple[int, bool, dict]:
+    """(index of the picked candidate, whether it matched the reference's score, the tuning table)."""
+    named = {"reference": (*model, *REFERENCE), **{" ".join(c): (*model, *c) for c in CANDIDATES}}
     rows = run_all(named, seeds, workers)
-    ref = [r["test_best"] for r in rows["reference"]]
-
-    def shortfall(c: tuple[str, ...]) -> float:
-        diffs = [r["test_best"] - b for r, b in zip(rows[" ".join(c)], ref)]
-        stderr = statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else 0.0
-        return -statistics.fmean(diffs) - stderr  # > 0: lower than the reference beyond the noise
-
-    print(f"tuning on seeds {seeds[0]}..{seeds[-1]} (disjoint from the reported seeds):")
-    print(f"  {mean(rows['reference'], 'target_calls'):7.1f} calls  test {statistics.fmean(ref):.3f}  reference")
-    for c in CANDIDATES:
-        rs = rows[" ".join(c)]
-        print(f"  {mean(rs, 'target_calls'):7.1f} calls  test {mean(rs, 'test_best'):.3f}  "
-              f"{'ok ' if shortfall(c) <= 0 else 'low'}  {' '.join(c)}")
-    fit = [c for c in CANDIDATES if shortfall(c) <= 0]
-    chosen = (min(fit, key=lambda c: mean(rows[" ".join(c)], "target_calls")) if fit
-              else min(CANDIDATES, key=shortfall))
-    print(f"  -> {' '.join(chosen)}" + ("" if fit else " (none matched the reference: the closest one)") + "\n")
-    return chosen
+    ref_test = mean(rows["reference"], "test_best")
+    means = [(mean(rows[" ".join(c)], "target_calls"), mean(rows[" ".join(c)], "test_best")) for c in CANDIDATES]
+    fit = [i for i, (_, test) in enumerate(means) if test >= ref_test]
+    picked = (min(fit, key=lambda i: means[i][0]) if fit else max(range(len(means)), key=lambda i: means[i][1]))
+    table = {"reference": [round(mean(rows["reference"], "target_calls"), 1), round(ref_test, 4)],
+             "candidates": [[round(calls, 1), round(test, 4)] for calls, test in means]}
+    return picked, bool(fit), table
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=3, help="number of seeds, from 42 up (default 3)")
-    ap.add_argument("--workers", type=int, default=4, help="runs in parallel processes (counts do not depend on it)")
-    ap.add_argument("--tune", type=int, default=0, metavar="N",
-                    help="first pick the best configuration among CANDIDATES on N other seeds (e.g. 16)")
-    args = ap.parse_args()
-    seeds = list(range(42, 42 + args.seeds))
-    chosen = tune(args.tune, args.workers) if args.tune else BEST
-    rows = run_all(configs(chosen), seeds, args.workers)
-    shared = shared_runs(chosen, seeds)
+def compare(ref: list[dict], rows: list[dict]) -> dict:
+    """Paired by seed: the calls ratio and the test score difference, each with its 95% interval."""
+    assert [r["seed"] for r in ref] == [r["seed"] for r in rows]
+    ratio = interval([r["target_calls"] / b["target_calls"] for r, b in zip(rows, ref)])
+    diff = interval([r["test_best"] - b["test_best"] for r, b in zip(rows, ref)])
+    return {"ratio": {k: round(v, 3) if isinstance(v, float) else v for k, v in ratio.items()},
+            "test_diff": {k: round(v, 4) if isinstance(v, float) else v for k, v in diff.items()}}
 
+
+def print_tuning(label: str, seeds: list[int], table: dict, picked: int, matched: bool) -> None:
+    print(f"[{label}] tuning on seeds {seeds[0]}..{seeds[-1]} (disjoint from the reported seeds); rule: fewest "
+          f"target calls among candidates whose mean test score >= the reference's")
+    ref_calls, ref_test = table["reference"]
+    print(f"  {ref_calls:7.1f} calls  test {ref_test:.3f}       reference")
+    for i, (calls, test) in enumerate(table["candidates"]):
+        mark = "<- " if i == picked else "   "
+        print(f"  {calls:7.1f} calls  test {test:.3f}  {'ok ' if test >= ref_test else 'low'} {mark}"
+              f"{' '.join(CANDIDATES[i])}")
+    print("" if matched else "  NO candidate reached the reference's test score: picked the highest-scoring one\n")
+
+
+def print_report(label: str, seeds: list[int], rows: dict[str, list[dict]], shared: list[dict],
+                 stats: dict) -> None:
     ref_calls = mean(rows["reference"], "target_calls")
-    print(f"{TASK}, 4 epochs x batch 40, seeds {seeds[0]}..{seeds[-1]}; every run in its own fresh database "
-          f"(no cross-run cache reuse). Means over seeds.")
-    print(f"best = {' '.join(chosen)}\n")
+    print(f"[{label}] {TASK}, 4 epochs x batch 40, seeds {seeds[0]}..{seeds[-1]}, every run in its own fresh "
+          "database; means over seeds")
     head = (f"{'configuration':<20} {'target calls':>12} {'ratio':>6} {'optimizer':>9} {'tokens':>9} "
             f"{'test best':>9} {'accepts':>7}   target calls by stage")
-    print(head)
-    print("-" * len(head) + "-" * 36)
-    for name, rs in rows.items():
+    print(head + "\n" + "-" * (len(head) + 36))
+    for name, rs in [*rows.items(), ("picked, shared db", shared)]:
         calls = mean(rs, "target_calls")
         by_stage = " ".join(f"{s}={statistics.fmean(r['stages'][s] for r in rs):.0f}" for s in STAGES)
         print(f"{name:<20} {calls:>12.1f} {calls / ref_calls:>6.2f} {mean(rs, 'optimizer_calls'):>9.1f} "
               f"{mean(rs, 'tokens'):>9.0f} {mean(rs, 'test_best'):>9.3f} {mean(rs, 'accepts'):>7.1f}   {by_stage}")
-    shared_calls = mean(shared, "target_calls")
-    print(f"{'best, shared db':<20} {shared_calls:>12.1f} {shared_calls / ref_calls:>6.2f} "
-          f"{mean(shared, 'optimizer_calls'):>9.1f} {mean(shared, 'tokens'):>9.0f} {mean(shared, 'test_best'):>9.3f} "
-          f"{mean(shared, 'accepts'):>7.1f}   (the {len(seeds)} runs in ONE database: later runs reuse the seed's test)")
+    repeats = mean(rows["reference"], "repeat_test_calls")
+    print(f"(not counted: {repeats:.1f} calls per reference run re-testing a skill text it had already tested)")
+    r, d = stats["ratio"], stats["test_diff"]
+    verdict = "met" if r["mean"] <= 0.5 and d["mean"] >= 0 else "MISSED"
+    print(f"[{label}] picked / reference, per seed: calls ratio {r['mean']:.3f} "
+          f"(95% CI {r['low']:.3f}..{r['high']:.3f}), test score difference {d['mean']:+.4f} "
+          f"(95% CI {d['low']:+.4f}..{d['high']:+.4f}); target: ratio <= 0.5 at a score no lower -> {verdict}\n")
 
-    best, ref = rows["best"], rows["reference"]
-    ratio = mean(best, "target_calls") / ref_calls
-    verdict = "PASS" if ratio <= 0.5 and mean(best, "test_best") >= mean(ref, "test_best") else "MISS"
-    print(f"\nbest / reference target calls: {ratio:.3f} (target <= 0.5), test score {mean(best, 'test_best'):.3f} "
-          f"vs {mean(ref, 'test_best'):.3f} (target: no lower) -> {verdict}")
-    figures = {
-        "reference_target_calls": round(ref_calls, 1),
-        "target_calls": round(mean(best, "target_calls"), 1),
-        "target_calls_ratio": round(ratio, 3),
-        "reference_test_score": round(mean(ref, "test_best"), 4),
-        "test_score": round(mean(best, "test_best"), 4),
+
+def learner_noise(model: str) -> dict:
+    """{"noise": rate} of the non-oracle learner (its default option), {} for the oracle."""
+    from skillopt.models import sim
+
+    role, opts = sim.options(model.split("/", 1)[1])
+    return {"noise": opts["noise"]} if role == "learner" else {}
+
+
+def measure_optimizer(label: str, tune_seeds: list[int], seeds: list[int], workers: int) -> dict:
+    model = ("target_model=sim/target", f"optimizer_model={OPTIMIZERS[label]}")
+    index, matched, table = tune(model, tune_seeds, workers)
+    print_tuning(label, tune_seeds, table, index, matched)
+    chosen = CANDIDATES[index]
+    speculative = tuple(o for o in chosen if not o.startswith("speculative")) + ("speculative_rollouts=true",)
+    named = {"reference": REFERENCE, "picked": chosen, "defaults": (), "picked + speculative": speculative}
+    rows = run_all({k: (*model, *v) for k, v in named.items()}, seeds, workers)
+    shared = shared_runs((*model, *chosen), seeds)
+    stats = compare(rows["reference"], rows["picked"])
+    print_report(label, seeds, rows, shared, stats)
+    ref, picked = rows["reference"], rows["picked"]
+    return {
+        "optimizer": OPTIMIZERS[label], **learner_noise(OPTIMIZERS[label]),
+        "config": list(chosen), "matched_on_tuning": matched,
+        "tuning": {**table, "picked": index},
+        "reference_target_calls": round(mean(ref, "target_calls"), 1),
+        "target_calls": round(mean(picked, "target_calls"), 1),
+        "ratio_of_means": round(mean(picked, "target_calls") / mean(ref, "target_calls"), 3),
+        **stats,
+        "reference_test": round(mean(ref, "test_best"), 4), "test": round(mean(picked, "test_best"), 4),
+        "seed_test": round(mean(ref, "test_seed"), 4),
         "reference_optimizer_calls": round(mean(ref, "optimizer_calls"), 1),
-        "optimizer_calls": round(mean(best, "optimizer_calls"), 1),
-        "reference_tokens": round(mean(ref, "tokens")),
-        "tokens": round(mean(best, "tokens")),
-        "seeds": seeds,
-        "best_config": list(chosen),
-        "per_seed": {name: [{k: r[k] for k in ("seed", "target_calls", "test_best")} for r in rs]
-                     for name, rs in rows.items()},
+        "optimizer_calls": round(mean(picked, "optimizer_calls"), 1),
+        "reference_tokens": round(mean(ref, "tokens")), "tokens": round(mean(picked, "tokens")),
+        "reference_repeat_test_calls": round(mean(ref, "repeat_test_calls"), 1),
         "defaults_target_calls": round(mean(rows["defaults"], "target_calls"), 1),
-        "speculative_target_calls": round(mean(rows["best + speculative"], "target_calls"), 1),
-        "shared_db_target_calls": round(shared_calls, 1),
-        "pass": verdict == "PASS",
+        "speculative_target_calls": round(mean(rows["picked + speculative"], "target_calls"), 1),
+        "shared_db_target_calls": round(mean(shared, "target_calls"), 1),
+        "per_seed": {name: [[r["target_calls"], round(r["test_best"], 4)] for r in rows[name]]
+                     for name in ("reference", "picked")},
+        "met": stats["ratio"]["mean"] <= 0.5 and stats["test_diff"]["mean"] >= 0,
     }
-    print(json.dumps(figures))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tune-seeds", type=int, default=12, help="tuning seeds, from 1000 up (default 12)")
+    ap.add_argument("--seeds", type=int, default=16, help="reported seeds, from 42 up (default 16)")
+    ap.add_argument("--workers", type=int, default=2, help="runs in parallel processes (counts do not depend on it)")
+    ap.add_argument("--optimizers", default="oracle,non-oracle", help="which of: oracle, non-oracle")
+    ap.add_argument("--no-save", action="store_true", help="do not overwrite bench/results/calls.json")
+    args = ap.parse_args()
+    if args.seeds < 2 or args.tune_seeds < 1:
+        raise SystemExit("--seeds must be 2 or more (an interval needs two) and --tune-seeds 1 or more")
+    labels = [x.strip() for x in args.optimizers.split(",") if x.strip()]
+    if not labels or any(x not in OPTIMIZERS for x in labels):
+        raise SystemExit(f"--optimizers: choose from {', '.join(OPTIMIZERS)}")
+    tune_seeds = list(range(TUNE_SEED, TUNE_SEED + args.tune_seeds))
+    seeds = list(range(REPORT_SEED, REPORT_SEED + args.seeds))
+    if set(tune_seeds) & set(seeds):
+        raise SystemExit("tuning and reported seeds overlap")
+    figures = {"task": TASK, "tune_seeds": [tune_seeds[0], tune_seeds[-1]], "seeds": [seeds[0], seeds[-1]],
+               "reference": list(REFERENCE), "candidates": [" ".join(c) for c in CANDIDATES]}
+    for label in labels:
+        figures[label] = measure_optimizer(label, tune_seeds, seeds, args.workers)
+    finish("calls", figures, save=not args.no_save)
 
 
 if __name__ == "__main__":

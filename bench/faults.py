@@ -15,10 +15,16 @@ simulated models and fake providers: no network, no key, no GPU.
 - bad inputs: broken task folders, configs, seed skills (CLI) and uploads (New run page
   functions); clean = non-zero exit, one line naming the file and the problem, no traceback,
   no run row, no partial task folder.
+
+The last line is also saved to bench/results/faults.json (`--no-save` keeps it).
+
+Rule of every bench (bench/README.md): a reference arm emulates the published behaviour
+(gate_mode=strict, use_cache=false), and in every arm a test evaluation of a skill text already
+tested in the run is counted once. This bench counts no calls and has no reference arm: each
+case has its own expected outcome.
 """
 from __future__ import annotations
 
-import json
 import sys
 import tempfile
 import time
@@ -32,6 +38,7 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT)]
 import pytest  # noqa: E402  (MonkeyPatch, used outside a test run)
 
 import killer  # noqa: E402
+from benchkit import finish  # noqa: E402
 import test_bad_input as bad  # noqa: E402
 import test_crash as crash  # noqa: E402
 import test_faults as faults  # noqa: E402
@@ -135,6 +142,7 @@ def bad_input_sweep(tmp: Path) -> tuple[int, int]:
 
 
 def main() -> None:
+    save = "--no-save" not in sys.argv[1:]
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="skillopt-faults-") as tmp_dir:
         tmp = Path(tmp_dir)
@@ -149,10 +157,12 @@ def main() -> None:
         print("bad inputs:")
         bad_tried, bad_clean = bad_input_sweep(tmp / "bad")
         print(f"bad inputs rejected cleanly / tried: {bad_clean} / {bad_tried}\n")
-    print(f"({time.monotonic() - started:.0f} s)")
-    print(json.dumps({"kills_tried": kills_tried, "kills_survived": kills_survived,
+    elapsed = time.monotonic() - started
+    print(f"({elapsed:.0f} s)")
+    finish("faults", {"kills_tried": kills_tried, "kills_survived": kills_survived,
                       "faults_injected": faults_injected, "faults_survived": faults_survived,
-                      "bad_inputs_tried": bad_tried, "bad_inputs_clean": bad_clean}))
+                      "bad_inputs_tried": bad_tried, "bad_inputs_clean": bad_clean, "wall_s": round(elapsed)},
+           save=save)
 
 
 if __name__ == "__main__":

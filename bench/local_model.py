@@ -12,12 +12,16 @@ the response cache off, twice:
 The skill is, by default, a trained-size one: the task's seed skill plus house-rule
 guidance of the length a few accepted steps add (the seed alone is ~150 tokens, shorter than
 any skill a run keeps; `--skill seed` measures it too). Load time and per-call latency are
-printed; the last line is one JSON object.
+printed; the last line is one JSON object, also saved to bench/results/local_model.json.
+
+Rule of every bench (bench/README.md): a reference arm emulates the published behaviour
+(gate_mode=strict, use_cache=false), and in every arm a test evaluation of a skill text already
+tested in the run is counted once. This bench times calls rather than counting them; its
+baseline is the same calls with prefix reuse off.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -25,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchkit import finish  # noqa: E402  (bench/ is the script's folder, first on sys.path)
 from skillopt.models import local  # noqa: E402
 from skillopt.models.llm import LLM  # noqa: E402
 from skillopt.models.providers import GenSettings  # noqa: E402
@@ -87,6 +92,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=8, help="test items per mode (default 8)")
     parser.add_argument("--skill", choices=("trained", "seed"), default="trained")
+    parser.add_argument("--no-save", action="store_true", help="do not overwrite bench/results/local_model.json")
     args = parser.parse_args()
 
     task = load_task("ticket-routing")
@@ -112,9 +118,10 @@ def main() -> None:
           f"{ok_c}/{len(items)} correct")
     speedup = cached / uncached
     print(f"speedup (cached / uncached): {speedup:.2f}x")
-    print(json.dumps({"cached_per_min": round(cached, 2), "uncached_per_min": round(uncached, 2),
-                      "speedup": round(speedup, 2), "load_s": round(load_s, 2), "skill_tokens": skill_tokens,
-                      "items": len(items), "skill": args.skill}))
+    finish("local_model", {"cached_per_min": round(cached, 2), "uncached_per_min": round(uncached, 2),
+                           "speedup": round(speedup, 2), "load_s": round(load_s, 2), "skill_tokens": skill_tokens,
+                           "items": len(items), "skill": args.skill, "met": speedup >= 3},
+           save=not args.no_save)
 
 
 if __name__ == "__main__":

@@ -144,6 +144,7 @@ elif preset_key in ("api", "server"):
 if preset_key == "sim":
     st.info("Simulated models are not real: every page labels such runs as SIMULATED.", icon=":material/science:")
 model_values = preset.build(forms.PresetInput(**p_in))
+models_note = st.empty()  # the run preflight's verdict on these models, once the whole config is known (below)
 
 # ---- 4. settings -----------------------------------------------------------------------
 st.header("4 · Settings", divider=True, anchor=False)
@@ -195,6 +196,10 @@ try:
     config = forms.build_config(values)
 except UserError as exc:
     st.error(str(exc))
+if config is not None and task is not None:
+    models_refused = forms.models_problem(task, config)
+    if models_refused:
+        models_note.error(models_refused, icon=":material/block:")
 est = None
 if config is not None and task is not None:
     try:

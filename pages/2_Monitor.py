@@ -18,7 +18,7 @@ from skillopt.ui.common import cached, db, pick_run, reader, show_text, simulate
 
 REFRESH_S = 2
 STOP_GRACE_S = 15  # a step between two stage checks takes seconds; after this, SIGTERM
-ERRORS_SHOWN = 20  # the newest model-call errors; "+" says there may be more
+FAULTS_SHOWN = 20  # the newest model calls with an error or a note
 
 
 @st.fragment(run_every=REFRESH_S)
@@ -135,16 +135,18 @@ def charts(r: dict, steps: list, seed: float | None, usage: dict) -> None:
         st.caption(mon.tokens_caption(usage))
 
 
-def activity() -> None:
+def activity(usage: dict) -> None:
     e, x = st.columns(2)
     with e:
         st.markdown("**Recent events**")
         st.dataframe(mon.events_table(cached("events", run_id, 30) or []), hide_index=True, width="stretch")
     with x:
-        errors = cached("call_errors", run_id, ERRORS_SHOWN) or []
-        st.markdown(f"**Model-call errors** ({len(errors)}{'+' if len(errors) == ERRORS_SHOWN else ''})")
-        if errors:
-            st.dataframe(mon.errors_table(errors), hide_index=True, width="stretch")
+        faults = cached("call_faults", run_id, FAULTS_SHOWN) or []
+        st.markdown(mon.faults_heading(usage))
+        if faults:
+            st.caption(f"The newest {len(faults)}. error: the call failed; note: the call answered after "
+                       "faults (retried, truncated, repaired, parts dropped).")
+            st.dataframe(mon.faults_table(faults), hide_index=True, width="stretch")
         else:
             st.caption("None.")
 
@@ -163,7 +165,7 @@ def progress() -> None:
     status_lines(r, now_status)
     metrics(r, steps, seed, usage)
     charts(r, steps, seed, usage)
-    activity()
+    activity(usage)
 
 
 progress()

@@ -59,6 +59,10 @@ def edit_card(e: dict) -> None:
         if e["rationale"]:
             st.caption("rationale")
             st.text(e["rationale"])
+        reason, note = evo.drop_reason(e)
+        if note:  # why it was dropped, or why it got its fate or patch status
+            st.caption(f"why dropped ({reason})" if reason else "note")
+            st.text(note)
 
 
 st.subheader("Version timeline")
@@ -94,8 +98,7 @@ with tab_edits:
         chosen = st.select_slider("Step", options=step_nos, value=(with_edits or step_nos)[-1], key="edit_step")
         st.caption(evo.step_caption(by_step[chosen]))
         edits = cached("edits", run_id, chosen) or []
-        fates = sorted({e["fate"] for e in edits})
-        keep = st.multiselect("Pipeline fate", fates, default=fates, key="edit_fates")
+        keep = st.multiselect("Pipeline fate", evo.FATE_FILTER, default=evo.FATE_FILTER, key="edit_fates")
         if not edits:
             st.info("No edit was proposed at this step.")
         for e in edits:

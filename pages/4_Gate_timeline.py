@@ -47,6 +47,18 @@ else:
         items = cached("items_by_ids", run_id, [f[0] for f in flips]) or []
         st.dataframe(gt.flips_frame(flips, items), hide_index=True, width="stretch")
 
+st.subheader("Edits of a step")
+if not steps:
+    st.info("A step's edits are listed here once it completes.")
+else:
+    edit_step = st.selectbox("Step", [s["step"] for s in steps], index=gt.default_edit_step(steps), key="edits_step")
+    edits = cached("edits", run_id, edit_step) or []
+    if not edits:
+        st.caption("No edit was proposed at this step.")
+    else:  # dropped edits too: each with its reason in "why"
+        st.dataframe(gt.edits_frame(edits), hide_index=True, width="stretch",
+                     column_config={"content": st.column_config.TextColumn(width="large")})
+
 st.subheader("Rejected-edit buffer")
 scope = config.get("rejected_buffer_scope", "epoch")
 if not steps:

@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 from .patch import Edit
 from .prompts import clip, prompt_messages
 from .models.jsonreply import as_int
-from .reflect import RATIONALE_CHARS
+from .proposals import RATIONALE_CHARS
 from .skill import lines as skill_lines
 
 

@@ -95,9 +95,10 @@ def cmd_train(args) -> int:
         validate(seed_skill, origin=args.seed_skill)  # the error names the file the user gave
     from . import runner  # after the cheap checks: a typo in a config fails in a blink
 
+    task = runner.prepare(args.task, config, seed_skill)  # refused runs never open the store
     store = _store(args)
-    run_id, status = runner.start(store, args.task, config, name=args.name or "", run_id=args.run_id,
-                                  seed_skill=seed_skill, callbacks=(Progress(),))
+    run_id, status = runner.start(store, task, config, name=args.name or "", run_id=args.run_id,
+                                  callbacks=(Progress(),))
     print(f"run id: {run_id} ({status})")
     return 0 if status == "completed" else 3
 
@@ -124,6 +125,7 @@ def cmd_eval(args) -> int:
     from .models.limits import Meter
     from .models.llm import build_models
     from .plan import Plan
+    from .preflight import check_run
     from .rollout import Evaluator
     from .skill import validate
     from .tasks.loader import load_task
@@ -132,6 +134,7 @@ def cmd_eval(args) -> int:
     task = load_task(args.task)
     skill = _read_text(args.skill, "skill") if args.skill else task.seed_skill
     validate(skill, origin=args.skill or "seed skill")
+    check_run(task, config)  # before the store: a refused evaluation writes nothing
     store = _store(args)
     models = build_models(config, store, "", Meter(config.max_calls, config.max_cost_usd))
     evaluator = Evaluator(task, models.target, judge=models.judge, cache=store, use_cache=config.use_cache,
@@ -173,9 +176,19 @@ def cmd_show(args) -> int:
         print(f"  step {s['step']:>3} epoch {s['epoch']} budget {s['edit_budget']} train {s['train_hard']:.3f} "
               f"selection {s['selection_score'] or 0:.3f} candidate {s['candidate_score'] or 0:.3f} "
               f"{s['decision']} ({s['n_applied']}/{s['n_proposed']} edits applied)")
-    print(f"test: {doc['test']}")
+    print("test: " + ", ".join(_test_line(w, doc) for w in doc["test"]))
     print(f"usage: {doc['usage']}")
     return 0
+
+
+def _test_line(which: str, doc: dict) -> str:
+    score, items = doc["test"][which], doc["test_items"].get(which)
+    if score is None or items is None:
+        return f"{which} -"
+    if not items["n_errors"]:
+        return f"{which} {score:.3f}"
+    missing = f"{items['n_errors']} of {items['n_items']} items errored"
+    return f"{which} {score:.3f} ({missing}{', INCOMPLETE' if not items['complete'] else ''})"
 
 
 def cmd_export(args) -> int:

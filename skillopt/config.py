@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import ConfigError
+from .vocabulary import SIM_PREFIX
 
 LR_SCHEDULERS = ("cosine", "linear", "constant", "autonomous")
 MERGE_MODES = ("similarity", "llm")
@@ -46,6 +47,10 @@ class RunConfig:
     gate_mixed_weight: float = 0.5  # weight of soft in the mixed metric: (1-w)*hard + w*soft
     gate_min_delta: float = 0.0  # paired mode: required mean per-item gain; 0 = any strict gain
     gate_alpha: float = 0.5  # paired mode: one-sided sign test level; 0.5 accepts any net win, lower is stricter
+    # Errored items are left out of every mean (a model failure is never a score); a score that
+    # misses more than this share of its items is incomplete: the gate never accepts on it and a
+    # run whose test scores are incomplete ends `incomplete`.
+    max_error_rate: float = 0.05  # tolerates a rare timeout, not a broken backend
     rejected_buffer_scope: str = "epoch"  # reference clears the buffer each epoch; "run" keeps it all run
     # --- slow update and meta skill ---
     use_slow_update: bool = True  # reference default: longitudinal guidance written at each epoch end
@@ -67,6 +72,7 @@ class RunConfig:
     optimizer_api_base: str = ""  # OpenAI-compatible server URL for the optimizer, if any
     target_api_key_env: str = ""  # NAME of the env variable holding the target's key (never the key)
     optimizer_api_key_env: str = ""  # NAME of the env variable holding the optimizer's key
+    allow_simulated_models: bool = False  # sim/ models know only simulated tasks: elsewhere every score is 0
     temperature: float = 0.0  # deterministic replies make the cache and resume exact
     max_tokens: int = 512  # bounded replies keep small local models fast
     request_timeout: float = 120.0  # seconds; a local 1.5B model needs about a minute for long reflections
@@ -98,7 +104,7 @@ class RunConfig:
 
     @property
     def simulated(self) -> bool:
-        return any(m.startswith("sim/") for m in (self.target_model, self.optimizer_model, self.judge))
+        return any(m.strip().startswith(SIM_PREFIX) for m in (self.target_model, self.optimizer_model, self.judge))
 
 
 _CHOICES = {
@@ -112,7 +118,7 @@ _POSITIVE = ("num_epochs", "batch_size", "minibatch_size", "analyst_workers", "l
              "min_learning_rate", "max_tokens", "max_concurrency", "trajectory_chars")
 _NON_NEGATIVE = ("max_steps_per_epoch", "slow_update_samples", "selection_size", "test_size",
                  "max_calls", "max_cost_usd", "max_retries", "gate_min_delta")
-_UNIT = ("gate_mixed_weight", "dedupe_threshold", "fuzzy_anchor_threshold")
+_UNIT = ("gate_mixed_weight", "dedupe_threshold", "fuzzy_anchor_threshold", "max_error_rate")
 
 
 def _validate(c: RunConfig) -> None:

@@ -113,6 +113,7 @@ class EpochCompleted(Event):
     gate: GateDecision | None = None
     slow_candidate: str | None = None
     slow_error: str = ""
+    ran_meta: bool = False  # the meta skill was rewritten (it runs with or without the slow update)
     meta_skill: str = ""
     meta_error: str = ""
     state: State | None = None

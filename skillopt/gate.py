@@ -139,6 +139,14 @@ class PairedGate:
         seen[item_id] = float(candidate_value)
         return PairedGate(self._incumbent, self._items, self._min_delta, self._alpha, seen)
 
+    def drop(self, item_id: str) -> "PairedGate":
+        """The gate without `item_id`: the candidate could not be scored on it (a model
+        error), and the two skills are compared only on items both were scored on."""
+        if item_id in self._seen:
+            raise ValueError(f"item {item_id!r} was already observed")
+        items = tuple(i for i in self._items if i != item_id)
+        return PairedGate(self._incumbent, items, self._min_delta, self._alpha, self._seen)
+
     @property
     def items(self) -> tuple[str, ...]:
         return self._items

@@ -3,7 +3,10 @@
 Applying is deterministic: each edit is anchored in the text left by the previous
 one, and every edit gets a status. An edit whose anchor is missing or ambiguous is
 left unapplied with that status — never appended somewhere else, because a rule in
-the wrong place silently changes what the skill means.
+the wrong place silently changes what the skill means. An edit chosen by line number
+is anchored at that line, followed through the shifts of the edits before it, and
+only if the line still holds the text it was chosen by: duplicate lines are no anchor
+problem for it, and a changed line is never searched for elsewhere.
 """
 from __future__ import annotations
 
@@ -13,13 +16,14 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from . import skill as sk
+# Anchor, find_anchor and FUZZY_MARGIN stay importable from here: they were part of this module.
+from .anchor import PAST_END, Anchor, at_line, find_anchor, follow
+from .anchor import norm as _norm, overlaps as _overlaps
 from .vocabulary import EditStatus
 
 OPS = ("add", "replace", "delete")
 SOURCES = ("failure", "success", "human", "slow_update")
-
-# A fuzzy anchor must beat the next-best non-overlapping window by this much to count as unique.
-FUZZY_MARGIN = 0.05
+_NO_SPAN = (-1, -1)  # an unapplied edit replaced nothing
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,7 @@ class Edit:
     rationale: str = ""
     source: str = "failure"  # failure | success | human | slow_update
     support: int = 1  # number of minibatches that proposed it (computed by transforms)
+    line: int = 0  # 1-based line of the skill it was chosen by, whose text is `target` (0: anchored by text)
 
 
 @dataclass(frozen=True)
@@ -51,121 +56,13 @@ class PatchResult:
         return tuple(r.edit for r in self.reports if r.status == "applied")
 
 
-@dataclass(frozen=True)
-class Anchor:
-    """Where a target was found (status "applied") or why it was not (any other status)."""
-    status: EditStatus
-    start: int = -1
-    end: int = -1
-    detail: str = ""
-
-    @property
-    def found(self) -> bool:
-        return self.status == "applied"
-
-
 # ---------------------------------------------------------------- anchoring
 
-def _overlaps(start: int, end: int, spans: Iterable[tuple[int, int]]) -> bool:
-    # An empty range (an insertion point) touches a block only strictly inside it.
-    if start == end:
-        return any(s < start < e for s, e in spans)
-    return any(start < e and end > s for s, e in spans)
-
-
-def _occurrences(haystack: str, needle: str) -> list[int]:
-    found, pos = [], haystack.find(needle)
-    while pos >= 0:
-        found.append(pos)
-        pos = haystack.find(needle, pos + 1)
-    return found
-
-
-def _collapse(text: str) -> tuple[str, list[int]]:
-    """Whitespace runs collapsed to one space, plus each output char's offset in `text`."""
-    out, where = [], []
-    prev_space = False
-    for i, ch in enumerate(text):
-        if ch.isspace():
-            if not prev_space:
-                out.append(" ")
-                where.append(i)
-            prev_space = True
-        else:
-            out.append(ch)
-            where.append(i)
-            prev_space = False
-    return "".join(out), where
-
-
-def _norm(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _pick(kind: str, spans: list[tuple[int, int]], protected: list[tuple[int, int]]) -> Anchor | None:
-    """Choose among one stage's matches; matches inside protected blocks are not candidates."""
-    if not spans:
-        return None
-    free = [s for s in spans if not _overlaps(s[0], s[1], protected)]
-    if not free:
-        return Anchor(status="protected", start=spans[0][0], end=spans[0][1],
-                      detail=f"{kind} match is inside a protected block")
-    if len(free) > 1:
-        return Anchor(status="ambiguous_anchor", detail=f"{len(free)} {kind} matches")
-    return Anchor(status="applied", start=free[0][0], end=free[0][1], detail=f"{kind} match")
-
-
-def _fuzzy(text: str, target: str, threshold: float, protected: list[tuple[int, int]]) -> Anchor:
-    want = _norm(target)
-    rows = sk.lines(text)
-    k = target.strip().count("\n") + 1
-    scored: list[tuple[float, int, int]] = []  # (ratio, first line, last line)
-    matcher = difflib.SequenceMatcher(None, "", want, autojunk=False)  # indexes `want` once
-    for size in sorted({max(1, k - 1), k, k + 1}):
-        for i in range(len(rows) - size + 1):
-            window = _norm(" ".join(r[2] for r in rows[i:i + size]))
-            if not window:
-                continue
-            matcher.set_seq1(window)
-            # quick_ratio() bounds ratio() from above: skip windows that cannot even be a runner-up.
-            if matcher.real_quick_ratio() < threshold - FUZZY_MARGIN or matcher.quick_ratio() < threshold - FUZZY_MARGIN:
-                continue
-            scored.append((matcher.ratio(), i, i + size - 1))
-    spans = {(i, j): (rows[i][0], rows[j][0] + len(rows[j][2])) for _, i, j in scored}
-    free = [c for c in scored if not _overlaps(*spans[(c[1], c[2])], protected)]
-    # Ties on ratio go to the earlier, shorter window so the result never depends on set order.
-    free.sort(key=lambda c: (-c[0], c[1], c[2]))
-    if not free or free[0][0] < threshold:
-        if any(c[0] >= threshold for c in scored):
-            return Anchor(status="protected", detail="fuzzy match is inside a protected block")
-        if not free:
-            return Anchor(status="anchor_not_found", detail="no exact, whitespace-insensitive or similar text")
-        return Anchor(status="anchor_not_found", detail=f"no match (best fuzzy {free[0][0]:.2f} < {threshold:.2f})")
-    best = free[0]
-    rival = next((c for c in free[1:] if c[2] < best[1] or c[1] > best[2]), None)
-    if rival is not None and rival[0] > best[0] - FUZZY_MARGIN:
-        return Anchor(status="ambiguous_anchor", detail=f"fuzzy matches {best[0]:.2f} and {rival[0]:.2f} too close")
-    start, end = spans[(best[1], best[2])]
-    return Anchor(status="applied", start=start, end=end, detail=f"fuzzy match {best[0]:.2f}")
-
-
-def find_anchor(text: str, target: str, *, threshold: float = 0.85,
-                protected: list[tuple[int, int]] | None = None) -> Anchor:
-    """Locate `target`: exact, then whitespace-insensitive, then a unique fuzzy window."""
-    protected = sk.protected_spans(text) if protected is None else protected
-    if not target.strip():
-        return Anchor(status="noop", detail="empty target")
-    exact = [(p, p + len(target)) for p in _occurrences(text, target)]
-    picked = _pick("exact", exact, protected)
-    if picked:
-        return picked
-    flat, where = _collapse(text)
-    needle = _norm(target)
-    loose = [(where[p], where[p + len(needle) - 1] + 1) for p in _occurrences(flat, needle)]
-    picked = _pick("whitespace-insensitive", loose, protected)
-    if picked:
-        return picked
-    return _fuzzy(text, target, threshold, protected)
+def _locate(text: str, edit: Edit, threshold: float, protected: list[tuple[int, int]], row: int) -> Anchor:
+    """Where an edit's target is: by position when it was chosen by line number, else by its text."""
+    if edit.line > 0:
+        return at_line(text, edit.line, edit.target, row, protected)
+    return find_anchor(text, edit.target, threshold=threshold, protected=protected)
 
 
 # ---------------------------------------------------------------- formatting helpers
@@ -231,34 +128,40 @@ def _dup_key(text: str) -> str:
     return " ".join(" ".join(rows).split()).casefold()
 
 
-def _add(text: str, edit: Edit, threshold: float, protected: list[tuple[int, int]]) -> tuple[str, EditReport]:
+_Done = tuple[str, EditReport, tuple[int, int]]  # the text, the report, the span of the old text replaced
+
+
+def _unchanged(text: str, edit: Edit, status: EditStatus, detail: str) -> _Done:
+    return text, EditReport(edit=edit, status=status, detail=detail), _NO_SPAN
+
+
+def _add(text: str, edit: Edit, threshold: float, protected: list[tuple[int, int]], row: int) -> _Done:
     if not edit.content.strip():
-        return text, EditReport(edit=edit, status="noop", detail="empty content")
+        return _unchanged(text, edit, "noop", "empty content")
     key = _dup_key(edit.content)
     if key and key in _dup_key(text):
-        return text, EditReport(edit=edit, status="duplicate", detail="content already in the skill")
+        return _unchanged(text, edit, "duplicate", "content already in the skill")
     how = fallback = ""
     if edit.section.strip():
         found = sk.find_sections(text, edit.section)
         if len(found) == 1:
             sec = found[0]
             if _overlaps(sec.start, sec.content_start, protected):
-                return text, EditReport(edit=edit, status="protected",
-                                        detail=f"section '{edit.section}' is inside a protected block")
+                return _unchanged(text, edit, "protected", f"section '{edit.section}' is inside a protected block")
             limit = min([sec.own_end] + [s for s, _ in protected if sec.content_start <= s < sec.own_end])
             pos = _after_last_content(text, limit, sec.content_start)
             how = f"end of section '{sec.path_str}'"
         elif not edit.target.strip():
             if found:
-                return text, EditReport(edit=edit, status="ambiguous_anchor",
-                                        detail=f"section '{edit.section}' matches {len(found)} headings")
-            return text, EditReport(edit=edit, status="anchor_not_found", detail=f"section '{edit.section}' not found")
+                return _unchanged(text, edit, "ambiguous_anchor",
+                                  f"section '{edit.section}' matches {len(found)} headings")
+            return _unchanged(text, edit, "anchor_not_found", f"section '{edit.section}' not found")
         else:
             fallback = f"section '{edit.section}' {'ambiguous' if found else 'not found'}; "
     if not how and edit.target.strip():
-        anchor = find_anchor(text, edit.target, threshold=threshold, protected=protected)
+        anchor = _locate(text, edit, threshold, protected, row)
         if not anchor.found:
-            return text, EditReport(edit=edit, status=anchor.status, detail=anchor.detail)
+            return _unchanged(text, edit, anchor.status, anchor.detail)
         pos = _line_at(text, max(anchor.start, anchor.end - 1))[1]
         how = f"{fallback}after target ({anchor.detail})"
     if not how:
@@ -266,28 +169,29 @@ def _add(text: str, edit: Edit, threshold: float, protected: list[tuple[int, int
         pos = _after_last_content(text, limit, 0)
         how = "end of body"
     if _overlaps(pos, pos, protected):
-        return text, EditReport(edit=edit, status="protected", detail="insertion point is inside a protected block")
-    return _insert_block(text, pos, edit.content), EditReport(edit=edit, status="applied", detail=how)
+        return _unchanged(text, edit, "protected", "insertion point is inside a protected block")
+    return _insert_block(text, pos, edit.content), EditReport(edit=edit, status="applied", detail=how), (pos, pos)
 
 
-def _replace(text: str, edit: Edit, threshold: float, protected: list[tuple[int, int]]) -> tuple[str, EditReport]:
+def _replace(text: str, edit: Edit, threshold: float, protected: list[tuple[int, int]], row: int) -> _Done:
     if _norm(edit.content) == _norm(edit.target):
-        return text, EditReport(edit=edit, status="noop", detail="content equals target")
-    anchor = find_anchor(text, edit.target, threshold=threshold, protected=protected)
+        return _unchanged(text, edit, "noop", "content equals target")
+    anchor = _locate(text, edit, threshold, protected, row)
     if not anchor.found:
-        return text, EditReport(edit=edit, status=anchor.status, detail=anchor.detail)
+        return _unchanged(text, edit, anchor.status, anchor.detail)
     matched = text[anchor.start:anchor.end]
     nl = sk.newline_of(text)
     new = nl.join(_clean_block(edit.content)) if "\n" in edit.content.strip("\r\n") else edit.content.strip("\r\n")
     if matched.endswith("\n"):
         new += nl
-    return text[:anchor.start] + new + text[anchor.end:], EditReport(edit=edit, status="applied", detail=anchor.detail)
+    report = EditReport(edit=edit, status="applied", detail=anchor.detail)
+    return text[:anchor.start] + new + text[anchor.end:], report, (anchor.start, anchor.end)
 
 
-def _delete(text: str, edit: Edit, threshold: float, protected: list[tuple[int, int]]) -> tuple[str, EditReport]:
-    anchor = find_anchor(text, edit.target, threshold=threshold, protected=protected)
+def _delete(text: str, edit: Edit, threshold: float, protected: list[tuple[int, int]], row: int) -> _Done:
+    anchor = _locate(text, edit, threshold, protected, row)
     if not anchor.found:
-        return text, EditReport(edit=edit, status=anchor.status, detail=anchor.detail)
+        return _unchanged(text, edit, anchor.status, anchor.detail)
     start, end = anchor.start, anchor.end
     first_start, _ = _line_at(text, start)
     _, last_end = _line_at(text, max(start, end - 1))
@@ -302,8 +206,8 @@ def _delete(text: str, edit: Edit, threshold: float, protected: list[tuple[int, 
             if not text[end:nxt_end].strip():
                 end = nxt_end
     if _overlaps(start, end, protected):
-        return text, EditReport(edit=edit, status="protected", detail="deletion would touch a protected block")
-    return text[:start] + text[end:], EditReport(edit=edit, status="applied", detail=anchor.detail)
+        return _unchanged(text, edit, "protected", "deletion would touch a protected block")
+    return text[:start] + text[end:], EditReport(edit=edit, status="applied", detail=anchor.detail), (start, end)
 
 
 _OPS = {"add": _add, "replace": _replace, "delete": _delete}
@@ -312,21 +216,27 @@ _OPS = {"add": _add, "replace": _replace, "delete": _delete}
 def apply_edit(text: str, edit: Edit, *, allow_protected: bool = False,
                fuzzy_threshold: float = 0.85) -> tuple[str, EditReport]:
     """Apply one edit; the text is unchanged unless the report's status is "applied"."""
+    new, report, _ = _apply(text, edit, edit.line - 1, allow_protected, fuzzy_threshold)
+    return new, report
+
+
+def _apply(text: str, edit: Edit, row: int, allow_protected: bool, fuzzy_threshold: float) -> _Done:
+    """apply_edit, with the row (0-based, in `text`) of the line an edit by line number names."""
     op = _OPS.get(edit.op)
     if op is None:
-        return text, EditReport(edit=edit, status="noop", detail=f"unknown op {edit.op!r}")
+        return _unchanged(text, edit, "noop", f"unknown op {edit.op!r}")
     if edit.op in ("replace", "delete") and not edit.target.strip():
-        return text, EditReport(edit=edit, status="noop", detail="empty target")
+        return _unchanged(text, edit, "noop", "empty target")
     protected = [] if allow_protected else sk.protected_spans(text)
     if not allow_protected and any(m in edit.content for m in sk.MARKERS):
-        return text, EditReport(edit=edit, status="protected", detail="content contains protected-block markers")
-    new, report = op(text, edit, fuzzy_threshold, protected)
+        return _unchanged(text, edit, "protected", "content contains protected-block markers")
+    new, report, span = op(text, edit, fuzzy_threshold, protected, row)
     if report.status == "applied" and new == text:
-        return text, EditReport(edit=edit, status="noop", detail="result identical to input")
+        return _unchanged(text, edit, "noop", "result identical to input")
     # Safety net: whatever the anchoring did, a protected block's text must come out unchanged.
     if report.status == "applied" and not allow_protected and _blocks(new) != _blocks(text):
-        return text, EditReport(edit=edit, status="protected", detail="edit would change a protected block")
-    return new, report
+        return _unchanged(text, edit, "protected", "edit would change a protected block")
+    return new, report, span
 
 
 def _blocks(text: str) -> list[str]:
@@ -335,12 +245,19 @@ def _blocks(text: str) -> list[str]:
 
 def apply_edits(text: str, edits: Iterable[Edit], *, allow_protected: bool = False,
                 fuzzy_threshold: float = 0.85) -> PatchResult:
-    """Apply `edits` in order, each to the result of the previous; one report per edit."""
+    """Apply `edits` in order, each to the result of the previous; one report per edit.
+
+    An edit's `line` numbers the lines of `text`: the edits before it may have moved that
+    line, so each original line's current row is followed through every applied edit."""
     current = text
+    rows = list(range(len(sk.lines(text))))  # original line -> its row in `current`
     reports = []
     for edit in edits:
-        current, report = apply_edit(current, edit, allow_protected=allow_protected,
-                                     fuzzy_threshold=fuzzy_threshold)
+        row = rows[edit.line - 1] if 0 < edit.line <= len(rows) else PAST_END
+        new, report, span = _apply(current, edit, row, allow_protected, fuzzy_threshold)
+        if report.status == "applied":
+            rows = follow(rows, current, new, span)
+        current = new
         reports.append(report)
     return PatchResult(text=current, reports=tuple(reports), diff=unified_diff(text, current))
 

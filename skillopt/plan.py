@@ -25,6 +25,8 @@ class CallForecast:
     usable JSON is asked again once, so `optimizer_calls` counts two per question. The
     cache, a step with no applicable edit (nothing to gate), the paired gate's early stop,
     a slow update that changes nothing and a budget or stop only lower them. Not included:
+    the second tries of items a model error left unscored (the strict gate scores an errored
+    incumbent item again; a resumed incomplete test evaluates its errored items again),
     a plug-in task that calls the target more than once per rollout, and the judge calls of
     an llm_judge evaluator.
     """
@@ -136,19 +138,23 @@ class Plan:
         the cache and speculative rollouts, while the gate runs the epoch's next batch is
         rolled out with the incumbent, which an accepted candidate makes a second rollout of
         that batch. Each epoch from the second ends with a slow update (both epochs' skills on
-        the sample, one optimizer call, the gate on the new guidance) and the meta skill (one
-        optimizer call). Last, the seed, best and final skills are evaluated on the test split.
+        the sample, one optimizer call, the gate on the new guidance) and, independently, the
+        meta skill (one optimizer call). Last, the seed, best and final skills are evaluated on the test split.
         """
         c, n_sel, steps = config, len(self.selection), self.total_steps
         sizes = self.batch_sizes()
         per_gate = n_sel * (2 if c.use_gate and c.gate_mode == "paired" else 1)
         speculated = sum(sizes[1:]) if c.speculative_rollouts and c.use_cache else 0
         slow_epochs = self.num_epochs - 1 if c.use_slow_update else 0
-        slow_target = 2 * min(c.slow_update_samples, len(self.train)) + (per_gate if c.slow_update_gate else 0)
+        paired = c.use_gate and c.gate_mode == "paired"
+        # A slow update forced in without its gate leaves the incumbent's per-item values
+        # unknown, so the next strict gate scores the incumbent again.
+        rescore = per_gate if c.slow_update_gate else (0 if paired else n_sel)
+        slow_target = 2 * min(c.slow_update_samples, len(self.train)) + rescore
         reflections = sum(max_reflections(n, c.minibatch_size, c.failure_only) for n in sizes)
         target = {"gate": n_sel + steps * per_gate, "rollout": self.num_epochs * (sum(sizes) + speculated),
                   "slow_update": slow_epochs * slow_target, "test": len(TEST_SKILLS) * len(self.test)}
         optimizer = {"reflect": self.num_epochs * reflections, "merge": steps if c.merge_mode == "llm" else 0,
                      "lr": steps if c.lr_scheduler == "autonomous" else 0, "slow_update": slow_epochs,
-                     "meta": slow_epochs if c.use_meta_skill else 0}
+                     "meta": self.num_epochs - 1 if c.use_meta_skill else 0}
         return CallForecast(target, optimizer)

@@ -3,12 +3,15 @@
 Built for small optimizers (a 1.5B local model with a 4k context), which the published
 SkillOpt could not use: short prompts (each trajectory clipped, the skill never repeated
 inside trajectories), failures grouped by expected answer so a pattern is visible, a
-bounded JSON schema, and edits that cannot miss their anchor: the skill is shown with
-numbered lines and the optimizer names a line number or a heading from an enum, which we
-turn into the exact text, instead of copying text it would misquote. A 1.5B model copies
-what it is shown, so each failure group also gets its clue words (shared by the group,
-rare elsewhere), a draft rule built from them and one contrasting success; edits that
-still hold a template slot, or repeat a rejected edit, are dropped.
+bounded JSON schema, and anchors by position: the skill is shown with numbered lines and
+the optimizer names a line number or a heading from an enum instead of copying text it
+would misquote; an edit by line number carries that line's number and text, and patch
+applies it at that line (duplicate lines are no ambiguity), or reports anchor_not_found if
+an earlier edit changed it. A 1.5B model copies what it is shown, so each failure group
+also gets its clue words (shared by the group, rare elsewhere), a draft rule built from
+them and one contrasting success. A proposed edit that names a missing line or section,
+still holds a template slot, is too long, is malformed or repeats an edit rejected alone
+is dropped, and returned with its reason (DroppedEdit) so the run's record keeps it.
 """
 from __future__ import annotations
 
@@ -20,21 +23,16 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .config import RunConfig
-from .models.jsonreply import as_int
-from .patch import OPS, Edit
+from .patch import Edit
 from .prompts import clip, prompt_messages
+from .proposals import EXTRA_EDITS, DroppedEdit, parse_edits, reflect_schema
 from .skill import lines as skill_lines
 from .skill import sections as skill_sections
 from .state import RejectedEdit
 from .tasks.task import Trajectory
 
-CONTENT_CHARS = 600  # longest edit text accepted: rules are sentences, not essays
-SUMMARY_CHARS = 300
-RATIONALE_CHARS = 200
-EXTRA_EDITS = 2  # the schema allows a few more than the budget: surplus feeds support counting, clip decides
 PATTERNS_SHOWN = 6  # step buffer entries shown in a prompt (newest kept): prompt economy
 MAX_REJECTED = 8
-_PLACEHOLDER = re.compile(r"<(?:what|which|the|a|an|expected|some|one|words?|shared|queue)\b[^<>]{0,60}>", re.I)  # a copied template slot, never a rule
 
 
 # --- the step buffer (memory of this epoch) -----------------------------------------------
@@ -54,7 +52,7 @@ class MinibatchResult:
     summary: str
     edits: tuple[Edit, ...]
     error: str = ""
-    dropped: tuple[str, ...] = ()  # why proposed edits were discarded (e.g. "line 57 does not exist")
+    dropped: tuple[DroppedEdit, ...] = ()  # proposed edits discarded before the pipeline, with their reason
 
 
 def describe_edit(edit: Edit, limit: int = 160) -> str:
@@ -71,10 +69,30 @@ def _notes(meta_skill: str, buffer: StepBuffer) -> str:
     if patterns:
         parts.append("FAILURE PATTERNS SEEN EARLIER THIS EPOCH:\n" + "\n".join(f"- {p}" for p in patterns))
     if buffer.rejected:
-        parts.append("REJECTED EDITS (did not improve the score; do not propose them again):\n" + "\n".join(
-            f"- {describe_edit(r.edit)} ({r.reason} {r.score_before:.3f} -> {r.score_after:.3f})"
-            for r in buffer.rejected[-MAX_REJECTED:]))
+        parts.append("REJECTED EDITS (they did not improve the score; never propose an edit rejected alone "
+                     "again; edits rejected together may have failed because of one another):\n"
+                     + "\n".join(_rejected_lines(buffer.rejected[-MAX_REJECTED:])))
     return "".join(f"\n{p}\n" for p in parts)
+
+
+def _rejected_lines(rejected: Sequence[RejectedEdit]) -> list[str]:
+    """An edit rejected alone on one line; the edits of one rejected multi-edit candidate
+    under one header, so the optimizer sees which rejection is evidence against an edit
+    itself and which only says that the edits did not help together."""
+    out: list[str] = []
+    group = None
+    for r in rejected:
+        score = f"{r.reason} {r.score_before:.3f} -> {r.score_after:.3f}"
+        if not r.companions:
+            out.append(f"- {describe_edit(r.edit)} ({score}, rejected alone)")
+            group = None
+            continue
+        if group != (r.step, r.reason):
+            group = (r.step, r.reason)
+            out.append(f"- rejected together with {len(r.companions)} other edit{'s' if len(r.companions) > 1 else ''}"
+                       f" ({score}); one may be fine on its own:")
+        out.append(f"  - {describe_edit(r.edit)}")
+    return out
 
 
 # --- minibatches --------------------------------------------------------------------------
@@ -230,83 +248,12 @@ def _cases_text(batch: Sequence[Trajectory], limit: int, skill: str, common: Seq
     return "\n".join(out)
 
 
-def reflect_schema(budget: int, sections: Sequence[str], n_lines: int) -> dict:
-    edit = {"type": "object", "additionalProperties": False,
-            "required": ["op", "section", "line", "content", "rationale"],
-            "properties": {"op": {"type": "string", "enum": list(OPS)},
-                           "section": {"type": "string", "enum": [*sections, ""]},
-                           "line": {"type": "integer", "minimum": 0, "maximum": max(n_lines, 0)},
-                           "content": {"type": "string", "maxLength": CONTENT_CHARS},
-                           "rationale": {"type": "string", "maxLength": RATIONALE_CHARS}}}
-    return {"title": "reflection", "type": "object", "additionalProperties": False,
-            "required": ["summary", "edits"],
-            "properties": {"summary": {"type": "string", "maxLength": SUMMARY_CHARS},
-                           "edits": {"type": "array", "maxItems": max(budget, 0) + EXTRA_EDITS, "items": edit}}}
-
-
-@dataclass(frozen=True)
-class _Parsed:
-    summary: str
-    edits: tuple[Edit, ...]
-    dropped: tuple[str, ...]
-
-
-def parse_edits(obj: object, skill: str, kind: str, cap: int) -> _Parsed:
-    """Validate a reflection reply; the reply's shape is fatal (ValueError: repair), a bad
-    single edit only drops that edit, so one bad line number never wastes the whole call."""
-    if not isinstance(obj, dict):
-        raise ValueError("the reply must be a JSON object with 'summary' and 'edits'")
-    raw = obj.get("edits")
-    if not isinstance(raw, list):
-        raise ValueError("'edits' must be a list (use [] for no edits)")
-    summary = obj.get("summary", "")
-    summary = clip(summary.strip(), SUMMARY_CHARS) if isinstance(summary, str) else ""
-    texts = [line for _, _, line in skill_lines(skill)]
-    edits, dropped = [], []
-    for i, e in enumerate(raw, 1):
-        if len(edits) >= cap:
-            dropped.append(f"edit {i}: over the limit of {cap} edits")
-            continue
-        if not isinstance(e, dict) or e.get("op") not in OPS:
-            dropped.append(f"edit {i}: op must be one of {', '.join(OPS)}")
-            continue
-        op, content = e["op"], e.get("content", "")
-        section = e.get("section", "") if isinstance(e.get("section", ""), str) else ""
-        line = as_int(e.get("line", 0))
-        if not isinstance(content, str) or line is None or line < 0:
-            dropped.append(f"edit {i}: 'content' must be text and 'line' a line number")
-            continue
-        if line > len(texts):
-            dropped.append(f"edit {i}: line {line} does not exist (the skill has {len(texts)} lines)")
-            continue
-        target = texts[line - 1] if line else ""
-        if line and not target.strip():
-            dropped.append(f"edit {i}: line {line} is blank")
-            continue
-        if op in ("replace", "delete") and not target:
-            dropped.append(f"edit {i}: {op} needs the number of the line to change")
-            continue
-        if op != "delete" and not content.strip():
-            dropped.append(f"edit {i}: {op} without content")
-            continue
-        if op != "delete" and _PLACEHOLDER.search(content):
-            dropped.append(f"edit {i}: content still holds a template placeholder ({_PLACEHOLDER.search(content).group(0)})")
-            continue
-        if op == "add" and section.strip():
-            target = ""  # a heading is the sturdier anchor; patch adds at the end of that section
-        rationale = e.get("rationale", "")
-        edits.append(Edit(op=op, target=target, content=content.strip()[:CONTENT_CHARS] if op != "delete" else "",
-                          section=section.strip() if op == "add" else "",
-                          rationale=rationale.strip()[:RATIONALE_CHARS] if isinstance(rationale, str) else "",
-                          source=kind))
-    return _Parsed(summary=summary, edits=tuple(edits), dropped=tuple(dropped))
-
-
 def _reflect_one(optimizer, index: int, kind: str, batch: tuple[Trajectory, ...], skill: str, budget: int,
                  notes: str, sections: list[str], limit: int, step: int,
-                 context: Sequence[Trajectory] = (), rejected: frozenset = frozenset()) -> MinibatchResult:
-    """`rejected`: keys of edits the gate already refused; a small optimizer copies the
-    rejected list it is shown, so a repeat is dropped here rather than tried again."""
+                 context: Sequence[Trajectory] = (), rejected: dict | None = None) -> MinibatchResult:
+    """`rejected`: the edits the gate or a person rejected alone, by _key; a small optimizer
+    copies the rejected list it is shown, so a repeat is dropped here rather than tried again.
+    An edit rejected with others is not evidence against it alone: it may come back."""
     header = ("failures: the assistant got these wrong" if kind == "failure"
               else "successes: the assistant got these right; add only knowledge the skill lacks")
     common = common_lines([t.prompt for t in batch])
@@ -324,10 +271,17 @@ def _reflect_one(optimizer, index: int, kind: str, batch: tuple[Trajectory, ...]
     if value is None:
         return MinibatchResult(index=index, kind=kind, item_ids=ids, ok=False, summary="", edits=(),
                                error=reply.error or "unusable reply")
+    rejected = rejected or {}
     kept = tuple(e for e in value.edits if _key(e) not in rejected)
-    again = tuple(f"{describe_edit(e, 60)}: repeats a rejected edit" for e in value.edits if _key(e) in rejected)
+    again = tuple(DroppedEdit(e, "repeat_of_rejected", _repeat_detail(rejected[_key(e)]))
+                  for e in value.edits if _key(e) in rejected)
     return MinibatchResult(index=index, kind=kind, item_ids=ids, ok=True, summary=value.summary, edits=kept,
                            dropped=value.dropped + again)
+
+
+def _repeat_detail(r: RejectedEdit) -> str:
+    who = "a person" if r.reason == "human" else "the gate"
+    return f"repeats an edit {who} rejected alone at step {r.step}"
 
 
 def _key(edit: Edit) -> tuple[str, str, str]:
@@ -347,7 +301,7 @@ def reflect(optimizer, skill: str, trajectories: Sequence[Trajectory], *, budget
     notes = _notes(meta_skill, buffer)
     sections = section_paths(skill)
     usable = tuple(t for t in trajectories if not t.error)  # clue words and contrasts come from the whole step
-    rejected = frozenset(_key(r.edit) for r in buffer.rejected)
+    rejected = {_key(r.edit): r for r in buffer.rejected if not r.companions}  # only lone rejections block
     pool = ThreadPoolExecutor(max_workers=max(1, min(config.analyst_workers, len(batches))),
                               thread_name_prefix="reflect")
     try:

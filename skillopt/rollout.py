@@ -1,11 +1,13 @@
 """Forward pass: run the target model on items with a skill, scored and cached.
 
 Per-item results are cached by (skill sha, task, item, target model, generation
-settings, evaluator version), across steps and across runs, so no skill is ever scored
-twice on the same item: the gate re-uses the incumbent's results, a resumed run re-uses
-everything it already paid for, and the seed skill's test score is shared by every run
-of the same task and model. Only successful rollouts are cached; a model error is a
-score of 0 for this evaluation and is retried next time.
+settings, evaluator version, and the judge model when the evaluator uses one), across
+steps and across runs, so no skill is ever scored twice on the same item: the gate re-uses
+the incumbent's results, a resumed run re-uses everything it already paid for, and the
+seed skill's test score is shared by every run of the same task and model.
+
+A model failure is never a score: an item whose target or judge call failed is errored,
+left out of the batch's means (and counted), never cached, and tried again next time.
 """
 from __future__ import annotations
 
@@ -42,10 +44,20 @@ class Batch:
     def n_errors(self) -> int:
         return sum(bool(t.error) for t in self.trajectories)
 
+    @property
+    def scored(self) -> tuple[Trajectory, ...]:
+        """The trajectories with a real score (errored items are left out of every mean)."""
+        return tuple(t for t in self.trajectories if not t.error)
+
+    def complete(self, max_error_rate: float) -> bool:
+        """Whether the errored items are few enough for the means to stand for the batch."""
+        return self.n_errors <= max_error_rate * len(self.trajectories)
+
     def mean(self, attr: str) -> float:
-        if not self.trajectories:
+        scored = self.scored
+        if not scored:
             return 0.0
-        return sum(getattr(t.evaluation, attr) for t in self.trajectories) / len(self.trajectories)
+        return sum(getattr(t.evaluation, attr) for t in scored) / len(scored)
 
 
 def item_hash(item: Item) -> str:
@@ -66,8 +78,10 @@ class Evaluator:
         self.run_id = run_id
         self.emit = emit
         settings = target.settings
+        graded_by = judge.model if judge is not None and getattr(task, "uses_judge", False) else ""
         self._model_key = json.dumps([task.name, task.evaluator_version, target.model,
-                                      settings.temperature, settings.max_tokens])
+                                      settings.temperature, settings.max_tokens]
+                                     + ([graded_by] if graded_by else []))
         # One pool for the whole run: starting 8 threads per evaluation cost more than the
         # simulated rollouts themselves (a new thread waits for the GIL held by busy workers).
         self._pool: ThreadPoolExecutor | None = None

@@ -16,6 +16,7 @@ from .launcher import new_run_id, process_alive
 from .models.limits import Meter
 from .models.llm import build_models
 from .plan import Plan
+from .preflight import check_run
 from .skill import validate as validate_skill
 from .state import State
 from .store.writer import Store
@@ -52,17 +53,21 @@ def _train(store: Store, run_id: str, task, config: RunConfig, state: State | No
         raise
 
 
-def prepare(task_ref: str, config: RunConfig, seed_skill: str | None = None):
-    """Load and check everything a run needs; raises UserError with one line."""
-    task = load_task(task_ref)
+def prepare(task_ref, config: RunConfig, seed_skill: str | None = None):
+    """Load and check everything a run needs; raises UserError with one line.
+
+    task_ref: a task name or folder, or a task prepare() returned (the CLI checks before it
+    opens the store, then starts with that task: checked again, loaded once)."""
+    task = load_task(task_ref) if isinstance(task_ref, (str, os.PathLike)) else task_ref
     if seed_skill is not None:
         validate_skill(seed_skill, origin="seed skill")
         task = task.with_seed_skill(seed_skill)
     Plan.make(task, config)  # empty splits and the like fail here, before anything is stored
+    check_run(task, config)  # unknown providers, simulated models on a real task
     return task
 
 
-def start(store: Store, task_ref: str, config: RunConfig, *, name: str = "", run_id: str | None = None,
+def start(store: Store, task_ref, config: RunConfig, *, name: str = "", run_id: str | None = None,
           seed_skill: str | None = None, callbacks: tuple = ()) -> tuple[str, str]:
     task = prepare(task_ref, config, seed_skill)
     run_id = run_id or new_run_id()

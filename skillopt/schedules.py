@@ -3,7 +3,8 @@
 The "learning rate" of SkillOpt is an edit budget. Each schedule maps a 0-based step
 to an integer budget in [min_lr, lr]. The formula reproduces the published SkillOpt
 tables (progress counted from step 1, Python's round-half-to-even), which the tests
-pin exactly: cosine T=4 -> 4,3,2,2 and T=8 -> 4,4,3,3,3,2,2,2; linear T=4 -> 4,3,2,2.
+pin exactly: cosine T=4 -> 4,3,2,2 and T=8 -> 4,4,3,3,3,2,2,2; linear T=4 -> 4,3,2,2;
+any schedule with T=1 -> 4.
 """
 from __future__ import annotations
 
@@ -29,13 +30,24 @@ def _finish(value: float, lr: int, min_lr: int) -> int:
     return max(min_lr, min(lr, round(value)))
 
 
+def _single(total_steps: int) -> bool:
+    """A run of one step has nothing to decay over: like the published SkillOpt, it gets the
+    full learning rate. Progress counted from step 1 would put that only step at the end of
+    the schedule, its floor, so a one-step run (a demo, a smoke test) would apply fewest edits."""
+    return total_steps == 1
+
+
 def cosine(step: int, total_steps: int, lr: int, min_lr: int) -> int:
     p = _progress(step, total_steps)
+    if _single(total_steps):
+        return lr
     return _finish(min_lr + (lr - min_lr) * 0.5 * (1 + math.cos(math.pi * p)), lr, min_lr)
 
 
 def linear(step: int, total_steps: int, lr: int, min_lr: int) -> int:
     p = _progress(step, total_steps)
+    if _single(total_steps):
+        return lr
     return _finish(min_lr + (lr - min_lr) * (1 - p), lr, min_lr)
 
 

@@ -127,13 +127,20 @@ def slow_update(optimizer, *, skill: str, previous_skill: str, comparison: Compa
     return SlowResult(guidance=text, skill=with_guidance(skill, text), ok=True)
 
 
-def meta_update(optimizer, *, meta_skill: str, comparison: Comparison, accepted_edits: Sequence[Edit],
+def meta_update(optimizer, *, meta_skill: str, comparison: Comparison | None, accepted_edits: Sequence[Edit],
                 rejected_edits: Sequence[RejectedEdit], step: int, epoch: int) -> MetaResult:
-    """Rewrite the optimizer's strategy notes; on failure the old notes stay."""
+    """Rewrite the optimizer's strategy notes; on failure the old notes stay. `comparison` is
+    None when no slow update compared the epoch's skills (the notes learn from the edits alone)."""
     accepted = "\n".join(f"- {describe_edit(e)}" for e in list(accepted_edits)[-12:]) or "(none)"
     rejected = "\n".join(f"- {describe_edit(r.edit)} ({r.reason} {r.score_before:.3f} -> {r.score_after:.3f})"
                          for r in list(rejected_edits)[-12:]) or "(none)"
-    messages = prompt_messages("meta_skill", notes=meta_skill.strip() or "(none yet)", **comparison.counts(),
+    if comparison is None:
+        evidence = "THIS EPOCH: the skills were not compared on the same tasks (no slow update)."
+    else:
+        k = comparison.counts()
+        evidence = (f"THIS EPOCH on the same tasks: improved {k['improved']}, regressed {k['regressed']}, "
+                    f"still failing {k['persistent']}, still right {k['stable']}.")
+    messages = prompt_messages("meta_skill", notes=meta_skill.strip() or "(none yet)", evidence=evidence,
                                accepted=accepted, rejected=rejected)
     notes, reply = optimizer.complete_json(messages, stage="meta", step=step,
                                            schema=_schema("meta_skill", "notes", MAX_NOTES),

@@ -40,7 +40,10 @@ class State:
     patterns: tuple[str, ...] = ()  # failure summaries of this epoch's reflections
     accepted: tuple[Edit, ...] = ()  # edits accepted this epoch (the meta skill learns from them)
     epochs_done: int = 0  # epochs whose end-of-epoch work (slow update, meta) is recorded
-    tests_done: tuple[TestSkill, ...] = ()  # which final test evaluations are recorded
+    tests_done: tuple[TestSkill, ...] = ()  # which final test evaluations are recorded (complete ones)
+    # The incumbent's gate value on each selection item it was scored on (errored items are
+    # absent): the strict gate compares a candidate with it item by item, on common items only.
+    current_values: tuple[tuple[str, float], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -49,7 +52,7 @@ class State:
             "epoch_start_skill": self.epoch_start_skill, "meta_skill": self.meta_skill,
             "rejected": [rejected_json(r) for r in self.rejected], "patterns": list(self.patterns),
             "accepted": [edit_json(e) for e in self.accepted], "epochs_done": self.epochs_done,
-            "tests_done": list(self.tests_done),
+            "tests_done": list(self.tests_done), "current_values": [list(v) for v in self.current_values],
         }
 
     @classmethod
@@ -63,7 +66,8 @@ class State:
                    epoch_start_skill=data["epoch_start_skill"], meta_skill=data["meta_skill"],
                    rejected=rejected, patterns=tuple(data["patterns"]),
                    accepted=tuple(Edit(**e) for e in data["accepted"]), epochs_done=data["epochs_done"],
-                   tests_done=tuple(data["tests_done"]))
+                   tests_done=tuple(data["tests_done"]),
+                   current_values=tuple((i, float(v)) for i, v in data.get("current_values", ())))
 
 
 def rejected_json(r: RejectedEdit) -> dict[str, Any]:
@@ -74,4 +78,4 @@ def rejected_json(r: RejectedEdit) -> dict[str, Any]:
 
 def edit_json(e: Edit) -> dict[str, Any]:
     return {"op": e.op, "target": e.target, "content": e.content, "section": e.section,
-            "rationale": e.rationale, "source": e.source, "support": e.support}
+            "rationale": e.rationale, "source": e.source, "support": e.support, "line": e.line}

@@ -14,19 +14,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
-from . import advisor, reflect, schedules, slow, transforms
+from . import advisor, records, reflect, schedules, slow, transforms
 from . import events as ev
 from .config import RunConfig
-from .gate import GateDecision
 from .errors import BudgetExhausted, ModelError, StopRequested
 from .models.llm import Models
-from .patch import Edit, PatchResult, apply_edits
+from .patch import Edit, apply_edits
 from .plan import Plan
 from .rollout import Batch, EvalCache, Evaluator
 from .skill import guidance, sha
-from .state import RejectedEdit, State
+from .records import Update, edit_outcomes
+from .state import State
 from .validation import GateResult, Validator
-from .vocabulary import ACCEPTED, Approval, Decision, EditStatus, GateOutcome, RunStatus, Stage
+from .vocabulary import ACCEPTED, Approval, Decision, RunStatus, Stage
 
 PATTERNS_KEPT = 8  # failure summaries kept in the step buffer: enough context, bounded checkpoint
 
@@ -48,19 +48,6 @@ class Hooks:
     sleep: Callable[[float], None] = time.sleep
 
 
-@dataclass(frozen=True)
-class Update:
-    """What a step did to the skill before the gate: the applied patch and each edit's record."""
-    patch: PatchResult  # after approval: only the edits a person kept
-    statuses: dict[Edit, EditStatus]  # of the apply before approval
-    approvals: dict[Edit, Approval]  # empty outside approval mode
-    human_rejected: tuple[Edit, ...] = ()
-
-    def candidate(self, skill: str) -> str | None:
-        """The skill the gate must judge, or None when the step changed nothing."""
-        return self.patch.text if self.patch.applied and self.patch.text != skill else None
-
-
 class Trainer:
     def __init__(self, task, config: RunConfig, models: Models, hooks: Hooks, run_id: str):
         self.task, self.config, self.models, self.hooks, self.run_id = task, config, models, hooks, run_id
@@ -68,8 +55,7 @@ class Trainer:
         self.evaluator = Evaluator(task, models.target, judge=models.judge, cache=hooks.cache,
                                    use_cache=config.use_cache, workers=config.max_concurrency,
                                    run_id=run_id, emit=self.emit)
-        self.gate = Validator(config, self.plan, self.evaluator, self.evaluate, self.emit, run_id,
-                              models.target.model)
+        self.gate = Validator(config, self.plan, self.evaluator, self.evaluate, self.emit, run_id)
 
     # ---- plumbing -----------------------------------------------------------------
     def emit(self, event: ev.Event) -> None:
@@ -88,9 +74,10 @@ class Trainer:
     def evaluate(self, skill: str, items, *, step: int, split: str, purpose: str, stage: str) -> Batch:
         batch = self.evaluator.run(skill, items, step=step, split=split, purpose=purpose, stage=stage)
         if batch.trajectories and batch.n_errors == len(batch.trajectories):
-            # The published SkillOpt's worst failure mode: a dead backend silently scores 0.
-            raise ModelError(f"all {len(batch.trajectories)} rollouts of {self.models.target.model} failed "
-                             f"({batch.trajectories[0].error}); stopping instead of scoring them 0")
+            # The published SkillOpt's worst failure mode: a dead backend (target or judge)
+            # silently scores 0. Errored items are left out of every mean; none left is a stop.
+            raise ModelError(f"all {len(batch.trajectories)} rollouts failed ({batch.trajectories[0].error}; "
+                             f"target {self.models.target.model}); stopping instead of scoring them 0")
         return batch
 
     # ---- the run --------------------------------------------------------------------
@@ -113,7 +100,9 @@ class Trainer:
                     state = self.train_step(state.step + 1, state)
                 else:
                     break
-            self.final_tests(state)
+            missing = self.final_tests(state)
+            if missing:
+                status, reason = "incomplete", f"test scores incomplete: {missing}; resume to retry them"
         except StopRequested:
             status, reason = "stopped", "stop requested"
         except BudgetExhausted as exc:
@@ -128,10 +117,11 @@ class Trainer:
     def score_seed(self) -> State:
         seed = self.task.seed_skill
         self.enter(0, "gate", "scoring the seed skill on the selection split")
-        score = self.gate.value(self.evaluate(seed, self.plan.selection, step=0, split="selection",
-                                              purpose="gate_current", stage="gate"))
+        batch = self.evaluate(seed, self.plan.selection, step=0, split="selection", purpose="gate_current",
+                              stage="gate")
+        score = self.gate.value(batch)
         state = State(step=0, skill=seed, current_score=score, best_skill=seed, best_score=score,
-                      best_step=0, epoch_start_skill=seed)
+                      best_step=0, epoch_start_skill=seed, current_values=tuple(self.gate.values(batch).items()))
         self.emit(ev.SeedScored(run_id=self.run_id, skill=seed, score=score, state=state))
         return state
 
@@ -158,14 +148,10 @@ class Trainer:
         update = self.update(step, state.skill, selection)
         # 7. the validation gate keeps the candidate only if it is strictly better
         candidate = update.candidate(state.skill)
-        rejected = state.rejected + tuple(
-            RejectedEdit(step=step, edit=e, score_before=state.current_score or 0.0,
-                         score_after=state.current_score or 0.0, reason="human") for e in update.human_rejected)
+        rejected = state.rejected + records.human_rejections(step, update, state.current_score)
         decision, state, result = self.validate(step, state, candidate, n_edits=len(update.patch.applied))
         if decision == "reject":
-            rejected += tuple(RejectedEdit(step=step, edit=e, score_before=result.decision.current_score,
-                                           score_after=result.decision.candidate_score, reason="gate")
-                              for e in update.patch.applied)
+            rejected += records.gate_rejections(step, update.patch.applied, result.decision)
         summaries = tuple(m.summary for m in minibatches if m.ok and m.kind == "failure" and m.summary)
         state = replace(state, step=step, rejected=rejected,
                         patterns=(state.patterns + summaries)[-PATTERNS_KEPT:],
@@ -173,10 +159,10 @@ class Trainer:
         self.emit(ev.StepCompleted(
             run_id=self.run_id, step=step, epoch=self.plan.epoch_of(step), edit_budget=budget,
             scheduled_budget=scheduled, train_hard=train.mean("hard"), train_soft=train.mean("soft"),
-            outcomes=edit_outcomes(selection, update, decision), candidate=candidate, decision=decision,
+            outcomes=edit_outcomes(selection, update, decision, minibatches), candidate=candidate, decision=decision,
             gate=result.decision if result else None, flipped=result.flipped if result else (),
             n_minibatches=len(minibatches), n_failed_minibatches=sum(not m.ok for m in minibatches),
-            duration_s=time.time() - started, state=state))
+            duration_s=time.time() - started, state=state, train_errors=train.n_errors))
         return state
 
     # ---- the stages of a step --------------------------------------------------------
@@ -214,16 +200,18 @@ class Trainer:
                                           transforms.live_count(pool))
 
     def update(self, step: int, skill: str, selection: transforms.Selection) -> Update:
-        """Apply the selected edits; in approval mode, re-apply only those a person kept."""
+        """Apply the selected edits; in approval mode, re-apply only those a person kept (as
+        they wrote them): that apply makes the candidate, so its reports are the edits' record."""
         fuzzy = self.config.fuzzy_anchor_threshold
         patch = apply_edits(skill, selection.selected, fuzzy_threshold=fuzzy)
-        statuses = {r.edit: r.status for r in patch.reports}
+        reports = dict(zip(selection.selected, patch.reports))
         if not (self.config.approval_mode and patch.applied):
-            return Update(patch=patch, statuses=statuses, approvals={})
+            return Update(patch=patch, reports=reports)
         sources = {x.edit: x.minibatches for x in selection.candidates}
-        approved, rejected, approvals = self.wait_for_approval(step, skill, patch.applied, sources)
-        return Update(patch=apply_edits(skill, approved, fuzzy_threshold=fuzzy), statuses=statuses,
-                      approvals=approvals, human_rejected=tuple(rejected))
+        kept, rejected, approvals = self.wait_for_approval(step, skill, patch.applied, sources)
+        final = apply_edits(skill, list(kept.values()), fuzzy_threshold=fuzzy)
+        return Update(patch=final, reports=reports | dict(zip(kept, final.reports)), approvals=approvals,
+                      human_rejected=tuple(rejected), edited={e: v for e, v in kept.items() if v != e})
 
     def validate(self, step: int, state: State, candidate: str | None,
                  *, n_edits: int) -> tuple[Decision, State, GateResult | None]:
@@ -232,15 +220,17 @@ class Trainer:
             return "skip", state, None
         self.enter(step, "gate", f"{n_edits} edits")
         with self.speculate(step, state.skill):
-            result = self.gate.run(step, state.skill, candidate, state.current_score, "gate")
-        decision, state = self.settle(step, state, candidate, result.decision)
+            result = self.gate.run(step, state.skill, candidate, dict(state.current_values), "gate")
+        decision, state = self.settle(step, state, candidate, result)
         return decision, state, result
 
-    def settle(self, step: int, state: State, candidate: str, d: GateDecision) -> tuple[Decision, State]:
+    def settle(self, step: int, state: State, candidate: str, result: GateResult) -> tuple[Decision, State]:
         """Turn a gate decision into the new incumbent (or not)."""
+        d = result.decision
         if not d.accept:
             return "reject", state
-        state = replace(state, skill=candidate, current_score=d.candidate_score)
+        state = replace(state, skill=candidate, current_score=d.candidate_score,
+                        current_values=result.candidate_values)
         if state.best_score is None or d.candidate_score > state.best_score:
             return "accept_new_best", replace(state, best_skill=candidate, best_score=d.candidate_score,
                                               best_step=step)
@@ -280,90 +270,91 @@ class Trainer:
                 break
             self.stop_if_requested()
             self.hooks.sleep(self.config.approval_poll_s)
-        approved, rejected, approvals = [], [], {}
+        kept: dict[Edit, Edit] = {}  # each kept edit -> the version to apply (a person's, when edited)
+        rejected, approvals = [], {}
         for edit, d in zip(edits, decisions):
             approvals[edit] = d.status
             if d.status == "rejected":
                 rejected.append(edit)
             else:
-                approved.append(replace(edit, content=d.content) if d.status == "edited" else edit)
-        return approved, rejected, approvals
+                kept[edit] = replace(edit, content=d.content) if d.status == "edited" else edit
+        return kept, rejected, approvals
 
     # ---- epoch end and final tests ---------------------------------------------------
     def end_epoch(self, epoch: int, state: State) -> State:
         c, step = self.config, state.step
         event = ev.EpochCompleted(run_id=self.run_id, epoch=epoch, step=step, ran_slow_update=False)
+        comparison = None
         if epoch >= 2 and c.use_slow_update:
-            event, state = self.slow_update(epoch, state)
+            event, state, comparison = self.slow_update(epoch, state)
+        if epoch >= 2 and c.use_meta_skill:  # an independent switch: it learns from the edits alone too
+            self.enter(step, "meta", f"epoch {epoch}: rewriting the meta skill")
+            m = slow.meta_update(self.models.optimizer, meta_skill=state.meta_skill, comparison=comparison,
+                                 accepted_edits=state.accepted, rejected_edits=state.rejected, step=step, epoch=epoch)
+            meta, meta_error = (m.content, "") if m.ok else (state.meta_skill, m.error)
+            event = replace(event, ran_meta=True, meta_skill=meta, meta_error=meta_error)
+            state = replace(state, meta_skill=meta)
         keep = c.rejected_buffer_scope == "run"
         state = replace(state, epoch_start_skill=state.skill, epochs_done=epoch, patterns=(), accepted=(),
                         rejected=state.rejected if keep else ())
         self.emit(replace(event, state=state))
         return state
 
-    def slow_update(self, epoch: int, state: State) -> tuple[ev.EpochCompleted, State]:
+    def slow_update(self, epoch: int, state: State) -> tuple[ev.EpochCompleted, State, slow.Comparison]:
         """Momentum: compare the epoch's start and end skills on a train sample, let the
-        optimizer rewrite the protected guidance block, gate it; then the meta skill."""
+        optimizer rewrite the protected guidance block, and gate it."""
         c, step = self.config, state.step
         self.enter(step, "slow_update", f"epoch {epoch}: comparing with the previous epoch's skill")
         sample = self.plan.slow_sample(epoch)
         prev = self.evaluate(state.epoch_start_skill, sample, step=step, split="train", purpose="slow_prev",
                              stage="slow_update")
         cur = self.evaluate(state.skill, sample, step=step, split="train", purpose="slow_cur", stage="slow_update")
-        comparison = slow.compare(prev.trajectories, cur.trajectories)
+        # Items errored under either skill say nothing about the change: compare the rest.
+        comparison = slow.compare(prev.scored, cur.scored)
         result = slow.slow_update(self.models.optimizer, skill=state.skill, previous_skill=state.epoch_start_skill,
-                                  comparison=comparison, prev=prev.trajectories, cur=cur.trajectories, step=step,
-                                  epoch=epoch)
+                                  comparison=comparison, prev=prev.scored, cur=cur.scored, step=step, epoch=epoch)
         decision: Decision = "failed"
         gate_decision, candidate = None, None
         if result.ok and result.skill != state.skill:
             candidate = result.skill
             if c.slow_update_gate:
-                gate_decision = self.gate.run(step, state.skill, candidate, state.current_score, "slow_update").decision
-                decision, state = self.settle(step, state, candidate, gate_decision)
+                gated = self.gate.run(step, state.skill, candidate, dict(state.current_values), "slow_update")
+                gate_decision = gated.decision
+                decision, state = self.settle(step, state, candidate, gated)
             else:
-                decision, state = "accept", replace(state, skill=candidate)
+                # Forced in without a gate: its per-item values are unknown until the next gate scores it.
+                decision, state = "accept", replace(state, skill=candidate, current_values=())
         elif result.ok:
             decision = "skip"
-        meta, meta_error = state.meta_skill, ""
-        if c.use_meta_skill:
-            self.enter(step, "meta", f"epoch {epoch}: rewriting the meta skill")
-            m = slow.meta_update(self.models.optimizer, meta_skill=state.meta_skill, comparison=comparison,
-                                 accepted_edits=state.accepted, rejected_edits=state.rejected, step=step, epoch=epoch)
-            meta, meta_error = (m.content, "") if m.ok else (state.meta_skill, m.error)
         event = ev.EpochCompleted(
             run_id=self.run_id, epoch=epoch, step=step, ran_slow_update=True,
             previous_guidance=guidance(state.epoch_start_skill), guidance=result.guidance,
             comparison=dataclasses.asdict(comparison), decision=decision, gate=gate_decision,
-            slow_candidate=candidate, slow_error=result.error, meta_skill=meta, meta_error=meta_error)
-        return event, replace(state, meta_skill=meta)
+            slow_candidate=candidate, slow_error=result.error)
+        return event, state, comparison
 
-    def final_tests(self, state: State) -> None:
+    def final_tests(self, state: State) -> str:
+        """Score the seed, best and final skills on the test split; returns what is missing
+        ("" when every score is complete). An incomplete score is recorded but not marked
+        done, so resuming the run evaluates its errored items again."""
         skills = {"seed": self.task.seed_skill, "best": state.best_skill, "final": state.skill}
+        missing = []
         for which, skill in skills.items():
             if which in state.tests_done:
                 continue
             self.enter(state.step, "test", f"{which} skill on {len(self.plan.test)} test items")
             batch = self.evaluate(skill, self.plan.test, step=state.step, split="test", purpose=f"test_{which}",
                                   stage="test")
-            state = replace(state, tests_done=state.tests_done + (which,))
+            complete = batch.complete(self.config.max_error_rate)
+            if complete:
+                state = replace(state, tests_done=state.tests_done + (which,))
+            else:
+                missing.append(f"{which} skill errored on {batch.n_errors} of {len(batch.trajectories)} items")
             self.emit(ev.TestEvaluated(run_id=self.run_id, which=which, skill_sha=sha(skill),
                                        score=self.gate.value(batch), hard=batch.mean("hard"),
-                                       soft=batch.mean("soft"), n_items=len(batch.trajectories), state=state))
-
-
-def edit_outcomes(selection: transforms.Selection, update: Update, decision: Decision) -> tuple[ev.EditOutcome, ...]:
-    """Each proposed edit's whole life: pipeline fate, patch status, approval, gate outcome."""
-    outcome: GateOutcome = {"skip": "skipped", "reject": "rejected"}.get(decision, "accepted")  # type: ignore[assignment]
-
-    def reached_gate(edit: Edit) -> bool:
-        return update.statuses.get(edit) == "applied" and update.approvals.get(edit, "approved") != "rejected"
-
-    return tuple(ev.EditOutcome(edit=cand.edit, minibatches=cand.minibatches, fate=cand.fate,
-                                status=update.statuses.get(cand.edit, ""),
-                                approval=update.approvals.get(cand.edit, ""),
-                                gate=outcome if reached_gate(cand.edit) else "")
-                 for cand in selection.candidates)
+                                       soft=batch.mean("soft"), n_items=len(batch.trajectories), state=state,
+                                       n_errors=batch.n_errors, complete=complete))
+        return "; ".join(missing)
 
 
 def fit(task, config: RunConfig, models: Models, hooks: Hooks, *, run_id: str,

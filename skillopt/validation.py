@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping, Sequence
 
 from . import events as ev
 from . import gate
@@ -29,82 +29,118 @@ Flip = tuple[str, float, float]  # (item id, incumbent value, candidate value) w
 class GateResult:
     decision: gate.GateDecision
     flipped: tuple[Flip, ...]
+    candidate_values: tuple[tuple[str, float], ...] = ()  # per scored item; the incumbent's next, if accepted
 
 
 def value(config: RunConfig, scored: Batch | Trajectory) -> float:
-    """The gate metric of a batch (its mean) or of one trajectory."""
+    """The gate metric of a batch (the mean over its scored items) or of one trajectory."""
     if isinstance(scored, Batch):
-        pairs = [(t.evaluation.hard, t.evaluation.soft) for t in scored.trajectories]
+        pairs = [(t.evaluation.hard, t.evaluation.soft) for t in scored.scored]
         return gate.mean_score(pairs, config.gate_metric, config.gate_mixed_weight)
     e = scored.evaluation
     return gate.metric_value(e.hard, e.soft, config.gate_metric, config.gate_mixed_weight)
+
+
+def mean(values: Mapping[str, float], items: Sequence[str]) -> float:
+    return math.fsum(values[i] for i in items) / len(items) if items else 0.0
+
+
+def incomplete(decision: gate.GateDecision, n_items: int, max_error_rate: float) -> gate.GateDecision:
+    """The decision with its error counts judged: more errored items than max_error_rate
+    allows (for either skill) make the comparison incomplete, and the gate never accepts then."""
+    limit = max_error_rate * n_items
+    if decision.n_errors <= limit and decision.n_errors_current <= limit:
+        return decision
+    reason = (f"incomplete: model errors on {decision.n_errors} candidate and {decision.n_errors_current} "
+              f"incumbent items of {n_items} (max_error_rate {max_error_rate:g}); not accepted")
+    return dataclasses.replace(decision, accept=False, complete=False, reason=reason)
 
 
 class Validator:
     """Runs the gate of one run; `evaluate` is the trainer's (it stops a run whose backend is dead)."""
 
     def __init__(self, config: RunConfig, plan: Plan, evaluator: Evaluator,
-                 evaluate: Callable[..., Batch], emit: Callable[[ev.Event], None], run_id: str, target_model: str):
+                 evaluate: Callable[..., Batch], emit: Callable[[ev.Event], None], run_id: str):
         self.config, self.plan, self.evaluator, self.evaluate = config, plan, evaluator, evaluate
-        self.emit, self.run_id, self.target_model = emit, run_id, target_model
+        self.emit, self.run_id = emit, run_id
 
     def value(self, scored: Batch | Trajectory) -> float:
         return value(self.config, scored)
 
-    def run(self, step: int, current: str, candidate: str, current_score: float | None, stage: str) -> GateResult:
+    def values(self, batch: Batch) -> dict[str, float]:
+        return {t.item_id: self.value(t) for t in batch.scored}
+
+    def run(self, step: int, current: str, candidate: str, incumbent: Mapping[str, float],
+            stage: str) -> GateResult:
+        """Gate `candidate` against `current`, whose known per-item values are `incumbent`."""
         if self.config.gate_mode == "paired" and self.config.use_gate:
             return self.paired(step, current, candidate, stage)
-        return self.strict(step, current, candidate, current_score, stage)
+        return self.strict(step, current, candidate, incumbent, stage)
 
-    def strict(self, step: int, current: str, candidate: str, current_score: float | None,
+    def strict(self, step: int, current: str, candidate: str, incumbent: Mapping[str, float],
                stage: str) -> GateResult:
+        """The published rule: the candidate's mean on the selection split must beat the
+        incumbent's, here on the items both were scored on."""
         items = self.plan.selection
         batch = self.evaluate(candidate, items, step=step, split="selection", purpose=f"{stage}_candidate",
                               stage=stage)
-        before = current_score if current_score is not None else 0.0
-        decision = gate.strict(before, self.value(batch), len(items))
+        before = dict(incumbent)
+        missing = [it for it in items if it.id not in before]
+        if missing:  # errored before (or a checkpoint without values): tried again now; these
+            # may well fail again, which is no sign of a dead backend, so no dead-backend check
+            before.update(self.values(self.evaluator.run(current, missing, step=step, split="selection",
+                                                         purpose=f"{stage}_current", stage=stage)))
+        after = self.values(batch)
+        common = [it.id for it in items if it.id in before and it.id in after]
+        decision = gate.strict(mean(before, common), mean(after, common), len(common))
         if not self.config.use_gate:
             decision = dataclasses.replace(decision, accept=True, reason="gate disabled")
-        incumbent = {it.id: self.evaluator.cached(current, it) for it in items}
-        flipped = tuple((t.item_id, self.value(incumbent[t.item_id]), self.value(t)) for t in batch.trajectories
-                        if incumbent.get(t.item_id) is not None
-                        and self.value(incumbent[t.item_id]) != self.value(t))
-        return GateResult(decision=decision, flipped=flipped)
+        decision = dataclasses.replace(decision, n_errors=batch.n_errors,
+                                       n_errors_current=sum(it.id not in before for it in items))
+        flipped = tuple((i, before[i], after[i]) for i in common if before[i] != after[i])
+        return GateResult(decision=incomplete(decision, len(items), self.config.max_error_rate), flipped=flipped,
+                          candidate_values=tuple(after.items()))
 
     def paired(self, step: int, current: str, candidate: str, stage: str) -> GateResult:
         """Walk items in a seeded order; stop as soon as the outcome cannot change.
 
         The incumbent's per-item values come from the evaluation cache (it was scored
-        when it became the incumbent); only the candidate's evaluation stops early.
+        when it became the incumbent); only the candidate's evaluation stops early. Items
+        either skill could not be scored on are left out of the comparison.
         """
         c = self.config
         items = {it.id: it for it in self.plan.selection}
-        incumbent = self.evaluate(current, list(items.values()), step=step, split="selection",
-                                  purpose="gate_current", stage=stage).by_item
-        values = {i: self.value(t) for i, t in incumbent.items()}
+        values = self.values(self.evaluate(current, list(items.values()), step=step, split="selection",
+                                           purpose=f"{stage}_current", stage=stage))
         # The incumbent's weakest items first: only there can the candidate gain, so a
         # candidate that fixes too little is rejected after those few items. Any order gives
         # the full evaluation's decision (PairedGate's bounds are exact); this one stops soonest
         # on rejects, the common case once a run matures. Ties keep the seeded shuffle.
-        order = sorted(gate.order_items(list(items), self.plan.step_seed(step)), key=values.__getitem__)
+        order = sorted(gate.order_items(list(values), self.plan.step_seed(step)), key=values.__getitem__)
         pg = gate.PairedGate(values, order, min_delta=c.gate_min_delta, alpha=c.gate_alpha)
         trajs, hits, flipped = [], [], []
-        for item_id in pg.items:
+        for item_id in order:
             if pg.done:
                 break
             traj, hit = self.evaluator.one(candidate, items[item_id], step=step, stage=stage)
-            pg = pg.observe(item_id, self.value(traj))
             trajs.append(traj)
             hits.append(hit)
-            before, after = values[item_id], self.value(traj)
-            if before != after:
-                flipped.append((item_id, before, after))
+            if traj.error:
+                pg = pg.drop(item_id)
+                continue
+            pg = pg.observe(item_id, self.value(traj))
+            if values[item_id] != self.value(traj):
+                flipped.append((item_id, values[item_id], self.value(traj)))
         self.emit(ev.RolloutsDone(run_id=self.run_id, step=step, split="selection", purpose=f"{stage}_candidate",
                                   skill_sha=sha(candidate), trajectories=tuple(trajs), cached=tuple(hits)))
         if trajs and all(t.error for t in trajs):
-            raise ModelError(f"all gate rollouts of {self.target_model} failed ({trajs[0].error})")
-        return GateResult(decision=whole_split_scores(pg.decision(), values, trajs, self.value),
-                          flipped=tuple(flipped))
+            raise ModelError(f"all {len(trajs)} gate rollouts failed ({trajs[0].error}); stopping instead of "
+                             f"scoring them 0")
+        scored = [t for t in trajs if not t.error]
+        decision = dataclasses.replace(whole_split_scores(pg.decision(), values, scored, self.value),
+                                       n_errors=len(trajs) - len(scored), n_errors_current=len(items) - len(values))
+        return GateResult(decision=incomplete(decision, len(items), c.max_error_rate), flipped=tuple(flipped),
+                          candidate_values=tuple((t.item_id, self.value(t)) for t in scored))
 
 
 def whole_split_scores(d: gate.GateDecision, incumbent: dict[str, float], trajs,

@@ -27,6 +27,8 @@ CALL_STAGES: tuple[CallStage, ...] = ("rollout", "reflect", "merge", "rank", "lr
 # The three models of a run.
 Role = Literal["target", "optimizer", "judge"]
 ROLES: tuple[Role, ...] = ("target", "optimizer", "judge")
+# The prefix of the simulated models (sim/target, sim/optimizer): a run using one is simulated.
+SIM_PREFIX = "sim/"
 
 # What the edit pipeline did with a proposed edit (transforms): still in the pool, chosen
 # within the edit budget, cut by the budget, folded into a near-duplicate, unusable, or
@@ -36,9 +38,11 @@ FATES: tuple[Fate, ...] = ("pending", "selected", "clipped", "merged", "invalid"
 
 # Why the reflection step dropped a proposed edit before the pipeline saw it: it repeats an
 # edit the gate or a person rejected alone, still holds a template slot, is longer than an
-# edit may be, or names a line or section the skill does not have.
-DropReason = Literal["repeat_of_rejected", "template_slot", "too_long", "bad_anchor"]
-DROP_REASONS: tuple[DropReason, ...] = ("repeat_of_rejected", "template_slot", "too_long", "bad_anchor")
+# edit may be, names a line or section the skill does not have, is no usable edit at all
+# (unknown op, content that is not text, no content), or came after the reply's edit limit.
+DropReason = Literal["repeat_of_rejected", "template_slot", "too_long", "bad_anchor", "malformed", "over_cap"]
+DROP_REASONS: tuple[DropReason, ...] = ("repeat_of_rejected", "template_slot", "too_long", "bad_anchor", "malformed",
+                                        "over_cap")
 
 # What applying a selected edit to the skill did (patch).
 EditStatus = Literal["applied", "anchor_not_found", "ambiguous_anchor", "protected", "duplicate", "noop"]

@@ -120,6 +120,33 @@ def test_user_errors_exit_2_with_one_line(trained, args, message):
     assert "Traceback" not in out.stderr
 
 
+@pytest.mark.parametrize("args,message", [
+    (("train", "--task", "ticket-routing", "--set", "target_model=nosuchprovider/xyz"),
+     "error: target model nosuchprovider/xyz: unknown provider 'nosuchprovider'; use a litellm model string such "
+     "as openai/gpt-4o-mini"),
+    (("train", "--task", "ticket-routing", *SIM),
+     "error: target model sim/target is simulated, but task ticket-routing is not a simulated task"),
+    (("train", "--task", "ticket-routing", "--set", "target_model=openai/gpt-4o-mini", "--set",
+      "optimizer_model=sim/optimizer"), "error: optimizer model sim/optimizer is simulated"),
+    (("eval", "--task", "word-problems", *SIM), "error: target model sim/target is simulated"),
+])
+def test_preflight_refuses_a_run_before_anything_is_written(tmp_path, args, message):
+    db = tmp_path / "runs.db"
+    out = cli(*args, db=db)
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), out.stderr
+    assert out.stdout == ""
+    assert not db.exists() and not (tmp_path / "logs").exists()  # no store opened: no run, no log
+
+
+def test_allow_simulated_models_overrides_the_preflight(tmp_path):
+    out = cli("eval", "--task", "word-problems", *SIM, "--set", "allow_simulated_models=true", "--split", "selection",
+              db=tmp_path / "e.db")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["hard"] == 0.0  # what the refusal protects from: a run of zeros
+
+
 def test_reading_a_missing_database_is_a_user_error(tmp_path):
     out = cli("runs", db=tmp_path / "none.db")
     assert out.returncode == 2 and out.stderr.strip() == f"error: {tmp_path / 'none.db'}: no database yet (start a run first)"

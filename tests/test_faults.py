@@ -133,22 +133,28 @@ def register_flaky(prefix: str, flaky: Flaky) -> None:
 _RETRIED = re.compile(r"(?:retried: | \| )(" + "|".join(TRANSPORT) + r"): ")
 
 
+_NOTE_IN_ERROR = re.compile(r"(?:^|; )(?:retried|truncated|dropped): |\(repair asked\)")
+
+
 def accounted(db: Path, run_id: str) -> Counter[str]:
-    """Faults recorded on the run's llm_calls rows, by category."""
+    """Faults recorded on the run's llm_calls rows, by category. Faults of a call that still
+    answered are read from its note only, failures from its error only; a note found in
+    the error column fails the check."""
     found: Counter[str] = Counter()
-    rows = Reader(db).q("SELECT error, attempts FROM llm_calls WHERE run_id = ? AND cached = 0 AND error != ''",
-                        (run_id,))
+    rows = Reader(db).q("SELECT error, note, attempts FROM llm_calls WHERE run_id = ? AND cached = 0 "
+                        "AND (error != '' OR note != '')", (run_id,))
     for row in rows:
-        error = row["error"]
-        retried = _RETRIED.findall(error) if error.startswith("retried: ") else []
+        error, note = row["error"], row["note"]
+        assert not _NOTE_IN_ERROR.search(error), f"a note in the error column: {error}"
+        retried = _RETRIED.findall(note) if note.startswith("retried: ") else []
         for kind in retried:
             found[kind] += 1
         failed = next((k for k in TRANSPORT if error.startswith(f"{k}: ")), None)
         if failed:  # every attempt of a call that finally failed was a fault
             found[failed] += row["attempts"]
-        found["truncated"] += "truncated: " in error
-        found["invalid_json"] += "invalid_json: " in error
-        found["dropped"] += "dropped: " in error
+        found["truncated"] += "truncated: " in note
+        found["invalid_json"] += ("invalid_json: " in note) + ("invalid_json: " in error)
+        found["dropped"] += "dropped: " in note
     return found
 
 
@@ -212,12 +218,15 @@ def test_unusable_edits_never_reach_the_skill(flaky_store):
     db, run_id, _, _ = flaky_store
     reader = Reader(db)
     edits = reader.edits(run_id)
-    assert edits and all(e["op"] in ("add", "replace", "delete") for e in edits)
-    assert max(len(e["content"]) for e in edits) <= 600
+    kept = [e for e in edits if e["fate"] != "dropped"]  # a dropped edit is stored as proposed, with its reason
+    assert kept and all(e["op"] in ("add", "replace", "delete") for e in kept)
+    assert max(len(e["content"]) for e in kept) <= 600
+    assert all(e["op"] in ("add", "replace", "delete") or e["note"].startswith("malformed: ")
+               for e in edits if e["fate"] == "dropped")
     assert "Always route carefully. Always route carefully. Always" not in reader.skill_at(run_id, 10_000)
 
 
-def test_monitor_shows_the_model_call_errors(flaky_store, monkeypatch):
+def test_monitor_shows_model_call_errors_and_notes_apart(flaky_store, monkeypatch):
     db, run_id, _, _ = flaky_store
     monkeypatch.setenv("SKILLOPT_DB", str(db))
     at = AppTest.from_file(APP, default_timeout=60)
@@ -226,14 +235,21 @@ def test_monitor_shows_the_model_call_errors(flaky_store, monkeypatch):
     at.run()
     assert not at.exception
     reader = Reader(db)
-    latest = reader.call_errors(run_id, 20)
-    heading = [m.value for m in at.markdown if m.value.startswith("**Model-call errors**")]
-    assert heading == [f"**Model-call errors** ({len(latest)}{'+' if len(latest) == 20 else ''})"]
+    counts = reader.one("SELECT SUM(error != '') AS errors, SUM(note != '') AS notes FROM llm_calls "
+                        "WHERE run_id = ?", (run_id,))
+    usage = reader.usage(run_id)
+    assert (usage["errors"], usage["notes"]) == (counts["errors"], counts["notes"])
+    assert 0 < usage["errors"] < usage["notes"]  # most faults were survived: notes, not errors
+    heading = [m.value for m in at.markdown if m.value.startswith("**Model call faults**")]
+    assert heading == [f"**Model call faults** · {usage['errors']:,} error(s) · {usage['notes']:,} note(s)"]
     tables = [d.value for d in at.dataframe]
-    shown = next(t for t in tables if "error" in t.columns and "attempts" in t.columns)
+    shown = next(t for t in tables if "note" in t.columns and "attempts" in t.columns)
+    latest = reader.call_faults(run_id, 20)
     assert list(shown["error"]) == [c["error"] for c in latest]
-    usage = next(t for t in tables if "errors" in t.columns)
-    assert int(usage["errors"].sum()) == reader.usage(run_id)["errors"] > 20
+    assert list(shown["note"]) == [c["note"] for c in latest]
+    assert any(n and not e for e, n in zip(shown["error"], shown["note"]))  # a survived fault: a note only
+    by_stage = next(t for t in tables if "errors" in t.columns)
+    assert (int(by_stage["errors"].sum()), int(by_stage["notes"].sum())) == (usage["errors"], usage["notes"])
 
 
 # ---- faults of the simulated models ---------------------------------------------------------------

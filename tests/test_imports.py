@@ -21,7 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "skillopt"
 
-PURE = ("skill", "patch", "schedules", "transforms", "gate", "config", "plan", "state", "vocabulary")
+PURE = ("skill", "patch", "anchor", "schedules", "transforms", "gate", "config", "plan", "state", "vocabulary")
 HEAVY = ("litellm", "sqlite3", "sqlite_utils", "streamlit", "llama_cpp")
 
 

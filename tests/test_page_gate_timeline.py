@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.helpers import run_sim
 from skillopt.store.reader import Reader
+from skillopt.vocabulary import DROP_REASONS
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "4_Gate_timeline.py")
 
@@ -115,6 +116,63 @@ def test_rejected_buffer_as_it_stood(rejecting_run, monkeypatch):
     if next_epoch:
         at.select_slider(key="buffer_step").set_value(next_epoch[0]).run()
         assert any(f"empty at step {next_epoch[0]}" in i.value for i in at.info)
+
+
+def _frame_with(at: AppTest, column: str):
+    return next(d.value for d in at.dataframe if column in d.value.columns)
+
+
+def test_edits_of_a_step_list_dropped_edits_with_their_reason(sim_db_env, monkeypatch):
+    db, run_id = sim_db_env
+    at = _open(monkeypatch, db, run_id)
+    r = Reader(db)
+    steps = r.steps(run_id)
+    dropped_at = [s["step"] for s in steps if any(e["fate"] == "dropped" for e in r.edits(run_id, s["step"]))]
+    assert dropped_at, "the simulated optimizer names lines and headings the skill lacks"
+    edits = r.edits(run_id, dropped_at[0])
+    r.close()
+    at.selectbox(key="edits_step").set_value(dropped_at[0]).run()
+    assert not at.exception
+    frame = _frame_with(at, "fate")
+    assert list(frame["#"]) == [e["idx"] for e in edits] and list(frame["fate"]) == [e["fate"] for e in edits]
+    assert list(frame["why"]) == [e["note"] for e in edits]
+    shown = frame[frame["fate"] == "dropped"]
+    assert len(shown) and all(w.split(": ", 1)[0] in DROP_REASONS for w in shown["why"])
+    assert list(frame["patch"]) == [e["status"] for e in edits] and list(frame["gate"]) == [e["gate"] for e in edits]
+
+
+def test_the_buffer_says_whether_an_edit_was_rejected_alone_or_with_others(rejecting_run, monkeypatch):
+    db, run_id = rejecting_run
+    at = _open(monkeypatch, db, run_id)
+    r = Reader(db)
+    steps, buffer, first = r.steps(run_id), r.rejected_buffer(run_id), _early_rejection(r, run_id)
+    r.close()
+    last = max(s["step"] for s in steps if s["epoch"] == first["epoch"])
+    shown = [b for b in buffer if b["step"] < last and b["epoch"] == first["epoch"]]
+    at.select_slider(key="buffer_step").set_value(last).run()
+    frame = _frame_with(at, "rejected")
+
+    def label(b) -> str:
+        n = len(json.loads(b["companions_json"]))
+        return "rejected alone" if n == 0 else f"rejected together with {n} other{'s' if n > 1 else ''}"
+    assert list(frame["rejected"]) == [label(b) for b in shown]
+    assert any(x.startswith("rejected together") for x in frame["rejected"])  # the gate rejects multi-edit candidates
+    together = [(row["together with"], b) for (_, row), b in zip(frame.iterrows(), shown) if row["together with"]]
+    assert together and all(t == " | ".join(c["content"] or c["target"] for c in json.loads(b["companions_json"]))
+                            for t, b in together)
+
+
+def test_buffer_frame_of_a_lone_and_a_joint_rejection():
+    from skillopt.ui import gate_timeline as gt
+
+    edit = lambda c: {"op": "add", "target": "", "content": c}
+    rows = [{"step": 1, "epoch": 1, "reason": "human", "edit_json": json.dumps(edit("- a")), "score_before": 0.5,
+             "score_after": 0.5, "companions_json": "[]"},
+            {"step": 2, "epoch": 1, "reason": "gate", "edit_json": json.dumps(edit("- b")), "score_before": 0.5,
+             "score_after": 0.4, "companions_json": json.dumps([edit("- c"), edit("- d")])}]
+    frame = gt.buffer_frame(rows)
+    assert list(frame["rejected"]) == ["rejected alone", "rejected together with 2 others"]
+    assert list(frame["together with"]) == ["", "- c | - d"]
 
 
 def test_run_stopped_before_its_first_step(tmp_path, monkeypatch):

@@ -123,6 +123,33 @@ def test_stopped_run_offers_resume(sim_run, tmp_path, monkeypatch):
     assert resumed == [(run_id, db)]
 
 
+def test_model_call_faults_show_errors_and_notes_in_their_own_columns(sim_run, tmp_path, monkeypatch):
+    """A retried call that answered is a note, not an error: the heading counts errors only."""
+    import time
+
+    from skillopt.models.llm import CallRecord
+
+    db = copy_db(sim_run[0], tmp_path / "faults.db")
+    run_id = sim_run[1]
+    store = Store(db)
+    before = Reader(db).usage(run_id)
+    for error, note in (("timeout: read timed out", ""), ("", "retried: rate_limit: slow down")):
+        store.record_call(CallRecord(run_id, 99, "target", "test", "sim/target", 5, 1, 0.0, 0.01, False, error, 2,
+                                     time.time(), note=note))
+    store.close()
+    monkeypatch.setenv("SKILLOPT_DB", str(db))
+    at = page(run_id)
+    errors, notes = before["errors"] + 1, before["notes"] + 1
+    assert [m.value for m in at.markdown if m.value.startswith("**Model call faults**")] == [
+        f"**Model call faults** · {errors:,} error(s) · {notes:,} note(s)"]
+    faults = next(d.value for d in at.dataframe if "note" in d.value.columns)
+    assert list(faults.columns) == ["step", "stage", "role", "model", "attempts", "error", "note"]
+    assert [tuple(r) for r in faults[["step", "error", "note"]].head(2).itertuples(index=False)] == [
+        (99, "", "retried: rate_limit: slow down"), (99, "timeout: read timed out", "")]
+    usage_table = at.dataframe[0].value
+    assert (int(usage_table["errors"].sum()), int(usage_table["notes"].sum())) == (errors, notes)
+
+
 def _set_live(db: Path, run_id: str, pid: int) -> None:
     store = Store(db)
     store.set_status(run_id, "running", pid=pid)

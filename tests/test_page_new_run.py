@@ -100,7 +100,8 @@ def test_sim_preset_estimate_preflight_and_launch(monkeypatch):
 
     next(b for b in at.button if b.label == "Preflight").click().run()
     checks = checklist(at)
-    assert checks == {"task": True, "config": True, "plan": True, "target model": True, "optimizer model": True}
+    assert checks == {"task": True, "config": True, "plan": True, "models for this task": True, "target model": True,
+                      "optimizer model": True}
 
     next(b for b in at.button if b.label == "Launch run").click().run()
     assert not at.exception
@@ -127,6 +128,31 @@ def test_failed_preflight_blocks_the_launch(monkeypatch):
     assert checks["key variable SKILLOPT_TEST_NO_SUCH_KEY"] is False and checks["target model"] is False
     assert checks["task"] is True
     assert any("SKILLOPT_TEST_NO_SUCH_KEY" in t.value and "not set" in t.value for t in at.text)
+
+
+def test_simulated_models_on_a_real_task_are_refused_beside_the_model_fields(monkeypatch):
+    launched = []
+    monkeypatch.setattr(launcher, "start", lambda *a, **k: launched.append(a) or ("x", None))
+    at = page()
+    assert at.selectbox(key="task").value == "ticket-routing"
+    at.radio[1].set_value("sim").run()
+    refusal = ("target model sim/target is simulated, but task ticket-routing is not a simulated task (the simulated "
+               "models know only their own world: every score would be 0); use a real model, or set "
+               "allow_simulated_models=true to run it anyway")
+    # Shown in the Models section, between the preset and the settings.
+    order = [(n.type, n.value) for n in at.main if n.type in ("header", "error")]
+    models_at = order.index(("header", "3 · Models"))
+    assert order[models_at + 1:models_at + 3] == [("error", refusal), ("header", "4 · Settings")]
+
+    next(b for b in at.button if b.label == "Launch run").click().run()
+    assert not at.exception and not launched
+    assert any("Preflight failed" in e.value for e in at.error)
+    checks = checklist(at)
+    assert checks["models for this task"] is False and checks["task"] is True
+    assert any(t.value.strip() == refusal for t in at.text)
+
+    at.toggle(key="knob-allow_simulated_models").set_value(True).run()  # the explicit override
+    assert not [e.value for e in at.error if "simulated" in e.value]
 
 
 def test_invalid_config_is_reported_inline():

@@ -99,6 +99,33 @@ def test_edit_cards_of_a_step(page):
     assert len([m for m in at.markdown if m.value.startswith("`#")]) == len(kept)
 
 
+def test_dropped_edits_are_listed_with_their_reason_and_other_edits_with_their_note(page):
+    at, r, run_id = page
+    dropped_at = [s["step"] for s in r.steps(run_id) if any(e["fate"] == "dropped" for e in r.edits(run_id, s["step"]))]
+    assert dropped_at, "the simulated optimizer names lines and headings the skill lacks"
+    step = dropped_at[-1]
+    at.select_slider(key="edit_step").set_value(step).run()
+    assert not at.exception
+    edits = r.edits(run_id, step)
+    assert "dropped" in at.multiselect(key="edit_fates").value
+    cards = [m.value for m in at.markdown if m.value.startswith("`#")]
+    assert len(cards) == len(edits)
+    texts = [t.value for t in at.text]
+    for card, e in zip(cards, edits):
+        if e["fate"] == "dropped":
+            reason, detail = e["note"].split(": ", 1)
+            assert "`fate: dropped`" in card and f"`dropped: {reason}`" in card
+            assert detail in texts
+        elif e["note"]:
+            assert e["note"] in texts
+    captions = [c.value for c in at.caption]
+    reasons = {e["note"].split(": ", 1)[0] for e in edits if e["fate"] == "dropped"}
+    assert {f"why dropped ({x})" for x in reasons} <= set(captions)
+    # Only the dropped edits: the filter keeps their cards.
+    at.multiselect(key="edit_fates").set_value(["dropped"]).run()
+    assert len([m for m in at.markdown if m.value.startswith("`#")]) == sum(e["fate"] == "dropped" for e in edits)
+
+
 def test_blame_of_the_best_skill(page):
     at, r, run_id = page
     frame = at.dataframe[1].value

@@ -1,11 +1,12 @@
+import dataclasses
 import random
 
 import pytest
 
 from skillopt import skill as sk
 from skillopt.vocabulary import EDIT_STATUSES as STATUSES
-from skillopt.patch import (OPS, SOURCES, Anchor, Edit, EditReport, PatchResult, apply_edit,
-                            apply_edits, find_anchor, unified_diff)
+from skillopt.anchor import Anchor, find_anchor
+from skillopt.patch import OPS, SOURCES, Edit, EditReport, PatchResult, apply_edit, apply_edits, unified_diff
 
 S, E = sk.SLOW_START, sk.SLOW_END
 
@@ -34,7 +35,8 @@ def test_contract_names_unchanged():
     assert SOURCES == ("failure", "success", "human", "slow_update")
     assert STATUSES == ("applied", "anchor_not_found", "ambiguous_anchor", "protected", "duplicate", "noop")
     edit = Edit("add")
-    assert (edit.target, edit.content, edit.section, edit.source, edit.support) == ("", "", "", "failure", 1)
+    assert (edit.target, edit.content, edit.section, edit.source, edit.support, edit.line) == (
+        "", "", "", "failure", 1, 0)
     result = PatchResult("t", (EditReport(edit, "applied"), EditReport(Edit("delete"), "noop")), "")
     assert result.applied == (edit,)
 
@@ -222,6 +224,81 @@ def test_apply_edit_single_matches_apply_edits():
     assert report.status == "applied"
     assert text == apply_edits(DOC, [edit]).text
     assert "Answer briefly." not in text.split(S)[0]
+
+
+# --- edits chosen by line number: anchored at that line, never by searching for its text
+
+DUPLICATES = "# R\n- Use ISO dates.\n- Answer briefly.\n- Use ISO dates.\n"
+PREFIXES = "# R\n- Use ISO dates\n- Use ISO dates in titles too.\n"
+
+
+@pytest.mark.parametrize("doc, edit, expected", [
+    (DUPLICATES, Edit("replace", target="- Use ISO dates.", content="- Use RFC dates.", line=4),
+     "# R\n- Use ISO dates.\n- Answer briefly.\n- Use RFC dates.\n"),
+    (DUPLICATES, Edit("delete", target="- Use ISO dates.", line=2), "# R\n- Answer briefly.\n- Use ISO dates.\n"),
+    (DUPLICATES, Edit("add", target="- Use ISO dates.", content="- Weeks start on Monday.", line=2),
+     "# R\n- Use ISO dates.\n- Weeks start on Monday.\n- Answer briefly.\n- Use ISO dates.\n"),
+    (PREFIXES, Edit("replace", target="- Use ISO dates", content="- Use RFC dates.", line=2),
+     "# R\n- Use RFC dates.\n- Use ISO dates in titles too.\n"),
+    (PREFIXES, Edit("delete", target="- Use ISO dates", line=2), "# R\n- Use ISO dates in titles too.\n"),
+])
+def test_an_edit_by_line_applies_at_its_line_among_duplicates_and_shared_prefixes(doc, edit, expected):
+    by_text = apply_edits(doc, [dataclasses.replace(edit, line=0)]).reports[0]
+    assert by_text.status == "ambiguous_anchor"  # the same edit found by its text has no unique anchor
+    result = apply_edits(doc, [edit])
+    assert result.reports[0].status == "applied" and f"line {edit.line}" in result.reports[0].detail
+    assert result.text == expected
+    assert apply_edit(doc, edit) == (expected, result.reports[0])
+
+
+def test_an_edit_by_line_follows_its_line_through_the_edits_before_it():
+    edits = [Edit("add", target="# R", content="- One.\n- Two.", line=1),  # two lines above line 4
+             Edit("replace", target="- Use ISO dates.", content="- Use RFC dates.", line=4),
+             Edit("delete", target="- Answer briefly.", line=3),
+             Edit("replace", target="- Use RFC dates.", content="- x", line=4)]  # line 4 was changed above
+    result = apply_edits(DUPLICATES, edits)
+    assert [r.status for r in result.reports] == ["applied", "applied", "applied", "anchor_not_found"]
+    assert result.reports[1].detail == "line 4 (now line 6)"
+    assert "changed by an earlier edit" in result.reports[3].detail
+    assert result.text == "# R\n- One.\n- Two.\n- Use ISO dates.\n- Use RFC dates.\n"
+
+
+@pytest.mark.parametrize("edit, status, detail", [
+    (Edit("replace", target="- Answer in one word.", content="- x", line=3), "anchor_not_found", "now reads"),
+    (Edit("replace", target="- Use ISO dates.", content="- x", line=9), "anchor_not_found", "past the end"),
+    (Edit("delete", target="g", line=6), "protected", "protected block"),
+])
+def test_an_edit_by_line_whose_line_changed_is_not_searched_for(edit, status, detail):
+    doc = DUPLICATES + f"{S}\ng\n{E}\n"
+    result = apply_edits(doc, [edit])
+    assert result.reports[0].status == status and detail in result.reports[0].detail
+    assert result.text == doc
+
+
+def test_random_edits_by_line_land_where_a_line_model_says():
+    """Against a model that keeps each original line's identity: with duplicate lines,
+    shifting adds and deletes, every edit by line lands on its own line or is reported."""
+    rng = random.Random(11)
+    for _ in range(300):
+        texts = [rng.choice(["- a", "- b", "- a b"]) for _ in range(rng.randint(1, 6))]
+        model = list(enumerate(texts))  # (original index, or None for a new line; text)
+        edits, statuses = [], []
+        for k in range(rng.randint(1, 4)):
+            n, op = rng.randint(1, len(texts) + 1), rng.choice(OPS)
+            new = f"- new {k}"
+            edits.append(Edit(op, target=texts[n - 1] if n <= len(texts) else "- a",
+                              content="" if op == "delete" else new, line=n))
+            at = next((j for j, (o, _) in enumerate(model) if o == n - 1), None)
+            statuses.append("anchor_not_found" if at is None else "applied")
+            if at is not None and op == "replace":
+                model[at] = (None, new)
+            elif at is not None and op == "delete":
+                del model[at]
+            elif at is not None:
+                model.insert(at + 1, (None, new))
+        result = apply_edits("".join(t + "\n" for t in texts), edits)
+        assert [r.status for r in result.reports] == statuses, [r.detail for r in result.reports]
+        assert result.text == "".join(t + "\n" for _, t in model)
 
 
 @pytest.mark.parametrize("old, new, expected", [

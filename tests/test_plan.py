@@ -149,8 +149,8 @@ def _calls_by_stage(r, run_id: str) -> tuple[dict, dict]:
     """(role, stage) -> real calls, and -> calls whose reply was asked again (a repair)."""
     calls = {(u["role"], u["stage"]): u["calls"] - (u["cache_hits"] or 0) for u in r.usage_by_stage(run_id)}
     repaired: dict = {}
-    for c in r.call_errors(run_id, limit=100_000):
-        if "(repair asked)" in c["error"]:
+    for c in r.call_faults(run_id, limit=100_000):
+        if "(repair asked)" in c["note"]:
             repaired[(c["role"], c["stage"])] = repaired.get((c["role"], c["stage"]), 0) + 1
     return calls, repaired
 

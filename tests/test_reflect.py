@@ -16,8 +16,9 @@ from skillopt.models.providers import GenSettings, HandlerResult, ProviderError,
 from skillopt.patch import Edit, apply_edits
 from skillopt.advisor import choose_budget, llm_merge, llm_rank
 from skillopt.state import RejectedEdit
-from skillopt.reflect import (EXTRA_EDITS, MinibatchResult, StepBuffer, common_lines, format_case,
-                              make_minibatches, numbered, parse_edits, reflect, reflect_schema)
+from skillopt.proposals import CONTENT_CHARS, EXTRA_EDITS, parse_edits, reflect_schema
+from skillopt.reflect import (MinibatchResult, StepBuffer, common_lines, format_case, make_minibatches, numbered,
+                              reflect)
 from skillopt.prompts import clip, prompt_messages, template
 from skillopt.tasks.task import Evaluation, Trajectory
 from skillopt.transforms import Candidate, Proposal, prepare
@@ -210,6 +211,32 @@ def test_reflect_prompt_has_skill_sections_budget_meta_and_buffer():
     assert "skillopt:reflect" in seen[0][0]["content"]
 
 
+def test_an_edit_rejected_alone_is_blocked_one_rejected_with_others_comes_back_as_context():
+    seen = []
+    alone, first, second = (Edit("add", content="- Z codes go ground."), Edit("add", content="- Alaska: air."),
+                            Edit("add", content="- Hawaii: air."))
+    buffer = StepBuffer(rejected=(RejectedEdit(2, alone, 0.5, 0.4, "gate"),
+                                  RejectedEdit(3, first, 0.5, 0.45, "gate", companions=(second,)),
+                                  RejectedEdit(3, second, 0.5, 0.45, "gate", companions=(first,))))
+
+    def reply(messages):
+        seen.append(messages)
+        return json.dumps({"summary": "s", "edits": [
+            {"op": "add", "section": "", "line": 0, "content": c, "rationale": ""}
+            for c in ("- Z codes  go ground.", "- Alaska: air.", "- Guam: air.")]})
+
+    (result,) = reflect(scripted(reply, "rejected"), SKILL, [traj("a", "air", 0.0)], budget=3, buffer=buffer,
+                        meta_skill="", config=CONFIG, step=4, seed=1)
+    assert [e.content for e in result.edits] == ["- Alaska: air.", "- Guam: air."]  # a companion may come back
+    (dropped,) = result.dropped
+    assert dropped.reason == "repeat_of_rejected" and dropped.edit.content == "- Z codes  go ground."
+    assert dropped.detail == "repeats an edit the gate rejected alone at step 2"
+    user = user_text(seen[0])
+    assert 'add: "- Z codes go ground." (gate 0.500 -> 0.400, rejected alone)' in user
+    together = user.split("rejected together with 1 other edit (gate 0.500 -> 0.450)", 1)[1]
+    assert together.index('  - add: "- Alaska: air."') < together.index('  - add: "- Hawaii: air."')
+
+
 def test_schema_is_bounded():
     schema = reflect_schema(3, ["Routing", "Routing > House rules"], 12)
     edits = schema["properties"]["edits"]
@@ -233,28 +260,57 @@ def test_line_numbers_become_exact_targets_that_patch_can_apply():
     assert add_after.target == "Route each order." and add_section == Edit(
         "add", content="- Alaska: air.", section="House rules", source="failure")
     assert delete.target == "Reply with the route only." and delete.content == ""
+    # An edit chosen by line number keeps that number: patch applies it at that very line.
+    assert (replace.line, add_after.line, add_section.line, delete.line) == (7, 3, 0, 11)
     result = apply_edits(SKILL, parsed.edits)
     assert [r.status for r in result.reports] == ["applied"] * 4
 
 
-@pytest.mark.parametrize("edit, reason", [
-    ({"op": "replace", "line": 40, "content": "x"}, "line 40 does not exist"),
-    ({"op": "replace", "line": 2, "content": "x"}, "line 2 is blank"),
-    ({"op": "replace", "line": 0, "content": "x"}, "needs the number of the line"),
-    ({"op": "rewrite", "line": 1, "content": "x"}, "op must be one of"),
-    ({"op": "add", "line": 0, "content": "  "}, "without content"),
-    ({"op": "add", "line": "three", "content": "x"}, "'line' a line number"),
+def test_an_edit_by_line_number_applies_at_that_line_even_when_its_text_repeats():
+    skill = "# Routing\n\n- Check the address.\n- Hazardous goods: freight.\n- Check the address.\n"
+    reply = {"summary": "", "edits": [{"op": "replace", "line": 5, "content": "- Check the address twice.",
+                                       "section": "", "rationale": ""}]}
+    (edit,) = parse_edits(reply, skill, "failure", 3).edits
+    assert (edit.line, edit.target) == (5, "- Check the address.")
+    result = apply_edits(skill, [edit])
+    assert result.reports[0].status == "applied"
+    assert result.text == "# Routing\n\n- Check the address.\n- Hazardous goods: freight.\n- Check the address twice.\n"
+
+
+@pytest.mark.parametrize("edit, reason, detail", [
+    ({"op": "replace", "line": 40, "content": "x"}, "bad_anchor", "line 40 does not exist"),
+    ({"op": "replace", "line": 2, "content": "x"}, "bad_anchor", "line 2 is blank"),
+    ({"op": "replace", "line": 0, "content": "x"}, "bad_anchor", "needs the number of the line"),
+    ({"op": "add", "line": 0, "content": "x", "section": "Routing Rules"}, "bad_anchor",
+     'section "Routing Rules" does not exist'),
+    ({"op": "add", "line": 0, "content": "- If <the clue>, answer air."}, "template_slot", "placeholder (<the clue>)"),
+    ({"op": "rewrite", "line": 1, "content": "x"}, "malformed", "op must be one of"),
+    ({"op": "add", "line": 0, "content": "  "}, "malformed", "without content"),
+    ({"op": "add", "line": "three", "content": "x"}, "malformed", "'line' a line number"),
 ])
-def test_bad_single_edits_are_dropped_with_a_reason(edit, reason):
+def test_bad_single_edits_are_dropped_with_a_reason(edit, reason, detail):
     parsed = parse_edits({"summary": "", "edits": [edit, {"op": "add", "content": "- ok."}]}, SKILL, "success", 5)
     assert [e.content for e in parsed.edits] == ["- ok."] and parsed.edits[0].source == "success"
-    assert len(parsed.dropped) == 1 and reason in parsed.dropped[0]
+    (dropped,) = parsed.dropped
+    assert dropped.reason == reason and detail in dropped.detail
+    assert dropped.edit.op == edit["op"] and dropped.edit.content == edit["content"].strip()  # what was proposed
+    assert str(dropped) == f"{reason}: {dropped.detail}"  # how the model call's record lists it
+
+
+def test_an_edit_longer_than_allowed_is_dropped_whole_never_cut():
+    rule = "- " + "Hazardous goods go by freight. " * 30
+    parsed = parse_edits({"summary": "", "edits": [{"op": "add", "line": 0, "content": rule}]}, SKILL, "failure", 3)
+    assert parsed.edits == ()
+    (dropped,) = parsed.dropped
+    assert dropped.reason == "too_long" and dropped.edit.content == rule.strip()  # kept whole for the record
+    assert dropped.detail == f"content of {len(rule.strip())} characters exceeds {CONTENT_CHARS}"
 
 
 def test_edits_over_the_cap_are_dropped():
     parsed = parse_edits({"summary": "", "edits": [{"op": "add", "content": f"- r{i}."} for i in range(5)]},
                          SKILL, "failure", 3)
-    assert len(parsed.edits) == 3 and len(parsed.dropped) == 2
+    assert len(parsed.edits) == 3
+    assert [(d.reason, d.edit.content) for d in parsed.dropped] == [("over_cap", "- r3."), ("over_cap", "- r4.")]
 
 
 @pytest.mark.parametrize("obj", [[], {"summary": "x"}, {"edits": "none"}, "text"])

@@ -4,7 +4,8 @@ from __future__ import annotations
 from skillopt.config import RunConfig
 from skillopt.models.llm import LLM
 from skillopt.models.providers import GenSettings, HandlerResult, register_provider
-from skillopt.reflect import StepBuffer, clue_words, parse_edits, reflect
+from skillopt.proposals import parse_edits
+from skillopt.reflect import StepBuffer, clue_words, reflect
 from skillopt.tasks.task import Evaluation, Trajectory
 
 SKILL = "# Routing\n\nRoute each order.\n\n## Queues\n\n- air: urgent parcels\n- freight: pallets\n"
@@ -47,7 +48,8 @@ def test_parse_edits_drops_copied_template_slots_but_keeps_real_rules():
          "rationale": ""}]}
     parsed = parse_edits(reply, SKILL, "failure", 4)
     assert [e.content for e in parsed.edits] == ["- If an order mentions hazardous goods, answer freight."]
-    assert len(parsed.dropped) == 1 and "placeholder" in parsed.dropped[0]
+    assert len(parsed.dropped) == 1 and parsed.dropped[0].reason == "template_slot"
+    assert "placeholder" in parsed.dropped[0].detail
 
 
 _SEEN: list[str] = []
@@ -96,4 +98,5 @@ def test_an_edit_the_gate_rejected_is_dropped_when_proposed_again():
     (result,) = reflect(LLM("h10repeat/x", "optimizer", GenSettings(max_retries=0)), SKILL, STEP, budget=2,
                         buffer=buffer, meta_skill="", config=config, step=2, seed=3)
     assert [e.content for e in result.edits] == ["- If an order mentions hazardous goods, answer freight."]
-    assert any("repeats a rejected edit" in d for d in result.dropped)
+    assert [(d.reason, d.edit.content) for d in result.dropped] == [
+        ("repeat_of_rejected", "- If an order mentions  hazardous goods, answer air.")]

@@ -59,3 +59,24 @@ def test_killed_and_resumed_run_matches_uninterrupted(tmp_path, reference, seed)
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     steps = [s[0] for s in got["steps"]]
     assert steps == sorted(set(steps))  # no step lost or duplicated
+
+
+def test_a_checkpoint_keeps_an_edits_line_and_companions_and_loads_one_without_them():
+    import json
+
+    from skillopt.patch import Edit
+    from skillopt.state import RejectedEdit, State
+
+    by_line = Edit("replace", target="- a", content="- b", line=3)
+    other = Edit("add", content="- c", section="Rules")
+    state = State(step=2, skill="s", current_score=0.5, best_skill="s", best_score=0.5, best_step=0,
+                  epoch_start_skill="s", rejected=(RejectedEdit(2, by_line, 0.5, 0.4, "gate", companions=(other,)),),
+                  accepted=(by_line,))
+    again = State.from_json(json.loads(json.dumps(state.to_json())))
+    assert again.rejected == state.rejected and again.accepted == (by_line,) and again.accepted[0].line == 3
+    old = state.to_json()  # a checkpoint written before edits had a line or rejections had companions
+    for e in [old["accepted"][0], old["rejected"][0]["edit"]]:
+        del e["line"]
+    del old["rejected"][0]["companions"]
+    loaded = State.from_json(json.loads(json.dumps(old)))
+    assert loaded.accepted[0].line == 0 and loaded.rejected[0].companions == ()

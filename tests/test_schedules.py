@@ -11,7 +11,9 @@ from skillopt.schedules import SCHEDULES, budget, clamp_autonomous, constant, co
     ("constant", 4, [4, 4, 4, 4]),
     ("constant", 8, [4] * 8),
     ("autonomous", 4, [4, 3, 2, 2]),  # the scheduled fallback of autonomous is cosine
-    ("cosine", 1, [2]),
+    ("cosine", 1, [4]),  # one step: the full learning rate, nothing to decay over
+    ("linear", 1, [4]),
+    ("autonomous", 1, [4]),
 ])
 def test_published_tables(name, total, expected):
     assert [budget(name, step, total, 4, 2) for step in range(total)] == expected

@@ -130,8 +130,9 @@ def test_the_provider_really_quoted_the_keys(leaky_runs):
     reader = Reader(db)
     assert reader.run(ok)["status"] == "completed"
     assert reader.run(fatal)["status"] == "failed" and "***" in reader.run(fatal)["reason"]
-    errors = [c["error"] for c in reader.call_errors(ok, 1000)]
-    assert errors and all("***" in e for e in errors if "Rate limit" in e)
+    faults = reader.call_faults(ok, 1000)  # retried attempts are notes, failed calls errors: both redacted
+    quoted = [text for c in faults for text in (c["error"], c["note"]) if "Rate limit" in text]
+    assert any(c["note"] for c in faults) and quoted and all("***" in text for text in quoted)
     assert "Incorrect API key provided" in log.read_text(errors="replace")
 
 

@@ -150,3 +150,58 @@ def test_whole_split_scores_restates_an_early_stopped_paired_decision():
     assert d.candidate_score == 0.75 and d.margin == 0.25  # one win over 4 items; unseen items unchanged
     assert (d.accept, d.n_evaluated, d.early_stop) == (False, 2, True)  # the decision itself is untouched
     assert whole_split_scores(early, {}, seen, lambda t: 1.0) is early
+
+
+# --- the rejected-edit buffer and the record of dropped edits, with a scripted optimizer ----------
+
+# Rules unlike one another (dedupe would fold near-duplicates into one edit).
+ALASKA, HAWAII, GUAM, PERU = ("- Greet every customer by name.", "- Thank the customer at the end.",
+                              "- Keep replies short and plain.", "- Never mention internal codes.")
+TOO_LONG = "- " + "Be polite. " * 80
+
+
+def _proposals(messages) -> str:
+    """Step 1: two edits (a multi-edit candidate); step 2: one of them again, alone; step 3:
+    that edit once more, two new ones, and edits the reflection must drop. The step is read off
+    the rejected-edit buffer the prompt shows. The rules change no answer, so the gate ties and
+    rejects every candidate."""
+    from skillopt.models.providers import HandlerResult
+
+    user = messages[1]["content"]
+    if ", rejected alone)" in user:
+        contents = [ALASKA, GUAM, PERU, HAWAII]
+        extra = [{"op": "replace", "section": "", "line": 999, "content": "- x", "rationale": ""},
+                 {"op": "add", "section": "", "line": 0, "content": TOO_LONG, "rationale": ""}]
+    else:
+        contents, extra = ([ALASKA] if "rejected together with" in user else [ALASKA, HAWAII]), []
+    edits = [{"op": "add", "section": "", "line": 0, "content": c, "rationale": "r"} for c in contents]
+    return HandlerResult(json.dumps({"summary": "s", "edits": edits + extra}), 10, 5)
+
+
+def test_a_multi_edit_rejection_blocks_no_edit_a_lone_rejection_does(tmp_path):
+    from skillopt.models.providers import register_provider
+
+    register_provider("t3script", lambda name, messages, settings, fmt: _proposals(messages))
+    db = tmp_path / "r.db"
+    run_id = run_sim(db, "optimizer_model=t3script/x", "num_epochs=1", "max_steps_per_epoch=3",
+                     "lr_scheduler=constant", "learning_rate=2", "minibatch_size=20")
+    r = Reader(db)
+    assert [s["decision"] for s in r.steps(run_id)] == ["reject", "reject", "reject"]
+    buffer = [(b["step"], json.loads(b["edit_json"])["content"],
+               [c["content"] for c in json.loads(b["companions_json"])]) for b in r.rejected_buffer(run_id)]
+    assert buffer[:3] == [(1, ALASKA, [HAWAII]), (1, HAWAII, [ALASKA]), (2, ALASKA, [])]
+    # Step 2: rejected together with another edit at step 1, the edit was proposed and tried again.
+    assert [(e["content"], e["fate"], e["status"]) for e in r.edits(run_id, 2) if e["fate"] == "selected"] == [
+        (ALASKA, "selected", "applied")]
+    # Step 3: rejected alone at step 2, it is blocked and stored as dropped, with its reason.
+    step3 = r.edits(run_id, 3)
+    dropped = {e["content"]: e["note"] for e in step3 if e["fate"] == "dropped"}
+    assert dropped[ALASKA] == "repeat_of_rejected: repeats an edit the gate rejected alone at step 2"
+    assert dropped[TOO_LONG.strip()] == f"too_long: content of {len(TOO_LONG.strip())} characters exceeds 600"
+    assert dropped["- x"].startswith("bad_anchor: line 999 does not exist")
+    kept = {e["content"]: (e["fate"], e["note"]) for e in step3 if e["fate"] in ("selected", "clipped")}
+    assert kept[GUAM][0] == kept[PERU][0] == "selected" and kept[HAWAII] == ("clipped", "over the step's budget of 2")
+    assert "end of body" in kept[GUAM][1]  # a selected edit's note says where it was applied
+    merged = [e for e in step3 if e["fate"] == "merged"]  # the second minibatch proposed the same edits
+    assert merged and all(e["note"].startswith("near-duplicate of: ") for e in merged)
+    assert r.steps(run_id)[2]["n_proposed"] == len(step3)

@@ -29,6 +29,14 @@ def test_normalize_table(edit, fate, note):
     assert (out.fate, out.note) == (fate, note)
 
 
+def test_an_over_long_edit_is_invalid_and_kept_whole_never_cut():
+    rule = "- " + "x" * MAX_CONTENT_CHARS
+    sel = pipeline([Proposal(Edit("add", content=rule), 0), Proposal(Edit("add", content="- short."), 1)], budget=2)
+    assert sel.selected == (Edit("add", content="- short."),)
+    (long,) = [c for c in sel.candidates if c.fate == "invalid"]
+    assert long.edit.content == rule and long.note == f"content of {len(rule)} characters exceeds {MAX_CONTENT_CHARS}"
+
+
 def test_normalize_tidies_text():
     (out,) = normalize([Candidate(Edit(" Add", target="  t ", content="\n\n- a  \r\n\n\n\n- b\n\n", section=" R "), (0,))])
     assert out.edit == Edit("add", target="t", content="- a\n\n- b", section="R")

@@ -3,6 +3,7 @@
 Public API:
     complete(model, messages, settings, response_format, api_base="", api_key="") -> HandlerResult
     preflight(model, api_base="", key_from_env=False) -> str | None
+    unknown_provider(model, api_base="") -> str | None
     token_prices(model) -> (USD per prompt token, USD per completion token) | None
 
 litellm is imported lazily (``_litellm()``): importing it takes seconds, and the dashboard,
@@ -187,16 +188,36 @@ def complete(model: str, messages: list[dict], settings: GenSettings, response_f
     return HandlerResult(text, prompt_tokens, completion_tokens, float(cost))
 
 
+def unknown_provider(model: str, api_base: str = "") -> str | None:
+    """A one-line problem when litellm cannot tell which provider serves `model`, else None.
+
+    A prefix from litellm's provider list (or a provider bridged into it) is enough: the
+    model name after it is never checked, so a model released after this litellm works.
+    Anything else is what litellm itself resolves, e.g. a bare "gpt-4o-mini" (openai).
+    """
+    litellm = _litellm()
+    prefix, slash, _ = model.partition("/")
+    known = {getattr(p, "value", p) for p in litellm.provider_list}
+    known |= {entry["provider"] for entry in litellm.custom_provider_map}
+    if slash and prefix in known:
+        return None
+    try:
+        litellm.get_llm_provider(model, api_base=api_base or None)
+        return None
+    except Exception:  # litellm's BadRequestError, worded over several lines
+        pass
+    if slash:
+        return f"{model}: unknown provider '{prefix}'; use a litellm model string such as openai/gpt-4o-mini"
+    return f"{model}: unknown provider for this bare model name; name one, as in openai/gpt-4o-mini"
+
+
 def preflight(model: str, api_base: str = "", *, key_from_env: bool = False) -> str | None:
     """litellm's view of a model string: a one-line problem (unknown provider, a missing key
     variable), or None. No network call. key_from_env: the caller names the key variable."""
     litellm = _litellm()
-    prefix, _, name = model.partition("/")
-    try:
-        litellm.get_llm_provider(model, api_base=api_base or None)
-    except Exception:
-        return (f"{model}: unknown provider '{prefix if name else model}'; use a litellm model string such as "
-                f"openai/gpt-4o-mini")
+    problem = unknown_provider(model, api_base)
+    if problem is not None:
+        return problem
     if key_from_env or api_base:
         return None  # the key comes from api_key_env, or a self-hosted server may need none
     try:

@@ -9,6 +9,7 @@ Public API:
     build_models(config, sink, run_id, meter) -> Models(target, optimizer, judge)
     cache_key(model, messages, settings, response_format) -> str
     preflight(model, api_key_env, api_base) -> str | None
+    provider_problem(model, api_base) -> str | None
 
 Its neighbours: providers.py (the registry of python backends and the handler contract:
 GenSettings, HandlerResult, ProviderError), bridge.py (litellm, imported lazily: the only
@@ -57,11 +58,14 @@ class Reply:
 class CallRecord:
     """One accounting row per call (cached calls included, with cached=True).
 
-    error: "" on a clean success; "kind: message" on failure. A call that succeeded but met
-    faults on the way carries notes, joined by "; ": "retried: kind: message | kind: message"
-    (the failed attempts before the good one), "truncated: ..." (reply clipped or at
-    max_tokens), "invalid_json: ..." (unusable structured reply), "dropped: ..." (parts of a
-    structured reply the validator discarded). So every fault a model made is on its row.
+    error: only a call that failed: "kind: message" after retries or on a fatal fault, or
+    "invalid_json: ..." when a structured reply stayed unusable after its repair re-ask.
+    note: faults of a call that still gave a usable reply, joined by "; ": "retried: kind:
+    message | kind: message" (the failed attempts before the good one), "truncated: ..."
+    (reply clipped or at max_tokens), "invalid_json: ... (repair asked)" (the first reply of
+    a structured call; its repair decides), "dropped: ..." (parts of a structured reply the
+    validator discarded). Kept apart so that error counts mean failures, while every fault
+    a model made is still on its row.
     """
     run_id: str
     step: int
@@ -76,7 +80,7 @@ class CallRecord:
     error: str
     attempts: int
     created_at: float
-    note: str = ""  # faults met by a call that succeeded in the end (see the class docstring)
+    note: str = ""  # faults met by a call that gave a usable reply (see the class docstring)
 
 
 class CallSink(Protocol):
@@ -150,8 +154,9 @@ class LLM:
                       validate: Callable[[object], T]) -> tuple[T | None, Reply]:
         """Structured call: schema-constrained where supported, validated, one repair re-ask.
 
-        A reply that is not usable JSON is noted on its call's row ("invalid_json: ..."), so
-        every fault is visible in the store even when the repair succeeds.
+        A first reply that is not usable JSON is noted on its row ("invalid_json: ... (repair
+        asked)"), so every fault is visible even when the repair succeeds; only a repair that is
+        unusable too is an error.
         """
         fmt = _schema_format(schema)
         reply, record = self._complete(messages, stage, step, fmt, None)
@@ -165,7 +170,7 @@ class LLM:
                                               f"no code fence."}]
         reply, record = self._complete(repair, stage, step, fmt, None)
         value, problem = self._parse(reply, validate)
-        self._record(_noted(record, problem or _dropped(value)))
+        self._record(_failed(record, problem) if problem else _noted(record, _dropped(value)))
         return (None, dataclasses.replace(reply, error=problem)) if problem else (value, reply)
 
     # internals ------------------------------------------------------------------------------
@@ -183,11 +188,11 @@ class LLM:
         if self.sink is not None:
             self.sink.record_call(record)
 
-    def _row(self, stage: str, step: int, reply: Reply, attempts: int, error: str = "") -> CallRecord:
+    def _row(self, stage: str, step: int, reply: Reply, attempts: int, note: str = "") -> CallRecord:
         return CallRecord(run_id=self.run_id, step=step, role=self.role, stage=stage, model=self.model,
                           prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
                           cost_usd=reply.cost_usd, latency_s=reply.latency_s, cached=reply.cached,
-                          error=error or reply.error, attempts=attempts, created_at=time.time())
+                          error=reply.error, attempts=attempts, created_at=time.time(), note=note)
 
     def _complete(self, messages: list[dict], stage: str, step: int, response_format: dict | None,
                   max_tokens: int | None) -> tuple[Reply, CallRecord]:
@@ -213,7 +218,7 @@ class LLM:
         if key and reply.ok:
             self.sink.cache_put(key, self.model, {"text": reply.text, "prompt_tokens": reply.prompt_tokens,
                                                   "completion_tokens": reply.completion_tokens})
-        return reply, self._row(stage, step, reply, attempts, error=note)
+        return reply, self._row(stage, step, reply, attempts, note=note)
 
     def _call_with_retries(self, messages: list[dict], settings: GenSettings, response_format: dict | None,
                            key: str) -> tuple[Reply, int, str, ModelError | None]:
@@ -291,10 +296,15 @@ class LLM:
 
 
 def _noted(record: CallRecord, note: str) -> CallRecord:
-    """The record with `note` appended to its notes (a retried call may also be invalid JSON)."""
+    """The record with `note` appended to its notes (a retried call may also be truncated)."""
     if not note:
         return record
-    return dataclasses.replace(record, error=f"{record.error}; {note}" if record.error else note)
+    return dataclasses.replace(record, note=f"{record.note}; {note}" if record.note else note)
+
+
+def _failed(record: CallRecord, error: str) -> CallRecord:
+    """The record of a call whose reply stayed unusable: `error` joins its errors, its notes stay."""
+    return dataclasses.replace(record, error=f"{record.error}; {error}" if record.error else error)
 
 
 def _dropped(value: object) -> str:
@@ -351,3 +361,15 @@ def preflight(model: str, api_key_env: str = "", api_base: str = "") -> str | No
     if api_key_env and not os.environ.get(api_key_env):
         return f"{model}: environment variable {api_key_env} (api_key_env) is not set"
     return bridge.preflight(model, api_base, key_from_env=bool(api_key_env))
+
+
+def provider_problem(model: str, api_base: str = "") -> str | None:
+    """A one-line problem when no provider answers `model`'s prefix, or None. Only the
+    provider is checked, never the model name (new models must work) nor keys; our own
+    prefixes (local, sim, registered providers) need no litellm import."""
+    model = (model or "").strip()
+    if not model:
+        return "model string is empty"
+    if providers.is_known(model.partition("/")[0]):
+        return None
+    return bridge.unknown_provider(model, api_base)

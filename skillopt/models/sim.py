@@ -7,13 +7,16 @@ with probability `stated` when the skill states the item's rule, `base` when it 
 `contradicted` when the skill holds the rule's trigger with a wrong route. The simulated
 optimizer (sim_optimizer.py) reads the same reflection prompt a real model gets, infers the
 rules behind the cases it is shown and answers with edits, including realistic faults at
-configurable rates.
+configurable rates. It is an ORACLE: it asks the world which rule each case falls under.
+`sim/learner` (sim_learner.py) is not: it sees only the prompts and learns rules from the
+cases by a fixed procedure, with `noise` wrong or irrelevant rules (`sim/learner?noise=0.2`).
 
 Every random choice is a hash of the prompt (and of the rule's lines in the skill, for the
 target), so the same prompt always gets the same reply: resume and the cache stay exact,
 and unrelated edits never reshuffle answers, so the gate sees the effect of an edit and
 nothing else. Options ride on the model string: `sim/optimizer?harmful=0.3&malformed=0.5`,
-`sim/optimizer?faults=0` (clean), `sim/target?error=0.1&timeout=0.05`.
+`sim/optimizer?faults=0` (clean), `sim/target?error=0.1&timeout=0.05` (faults drawn afresh at each
+attempt, so retries recover), `sim/target?broken=0.2` (a fifth of the prompts fail at every attempt).
 See data/tasks/sim-rulebook/README.md for the documented world.
 """
 from __future__ import annotations
@@ -27,7 +30,7 @@ from types import MappingProxyType
 from typing import Mapping
 from urllib.parse import parse_qsl
 
-from . import sim_optimizer
+from . import sim_learner, sim_optimizer
 from .providers import FATAL_KINDS, RETRYABLE_KINDS, GenSettings, HandlerResult, ProviderError, register_provider
 from .simworld import LABELS, one_order_lines, rule_for, skill_states, unit
 
@@ -37,10 +40,13 @@ from .simworld import LABELS, one_order_lines, rule_for, skill_states, unit
 # Optimizer fault rates per proposed edit (malformed: per reply). Moderate by default so the gate
 # has real work to do; `faults=0` turns them all off.
 FAULTS = {"harmful": 0.12, "over_specific": 0.12, "duplicate": 0.12, "wrong_anchor": 0.12, "malformed": 0.12}
-_COMMON = {"latency": 0.0, "retry_after": 0.1, **{k: 0.0 for k in RETRYABLE_KINDS + FATAL_KINDS}, "error": 0.0}
+_COMMON = {"latency": 0.0, "retry_after": 0.1, **{k: 0.0 for k in RETRYABLE_KINDS + FATAL_KINDS}, "error": 0.0,
+           "broken": 0.0}
 DEFAULTS = {
     "target": {"stated": 0.9, "base": 0.25, "contradicted": 0.05, "conflict": 0.4, "distract": 0.03, **_COMMON},
     "optimizer": {**FAULTS, "repair": 0.6, **_COMMON},
+    # the non-oracle optimizer: a fifth of its rules wrong or irrelevant by default, as a small model's
+    "learner": {"noise": 0.2, "seed": 0.0, "malformed": 0.0, "repair": 0.6, **_COMMON},
 }
 
 
@@ -49,7 +55,8 @@ def options(name: str) -> tuple[str, Mapping[str, float]]:
     """("target" | "optimizer", options) from "optimizer?harmful=0.3"; bad options are fatal."""
     role, _, query = name.partition("?")
     if role not in DEFAULTS:
-        raise ProviderError("not_found", f"unknown simulated model 'sim/{role}' (use sim/target or sim/optimizer)")
+        raise ProviderError("not_found", f"unknown simulated model 'sim/{role}' "
+                            "(use sim/target, sim/optimizer or sim/learner)")
     opts = dict(DEFAULTS[role])
     pairs = parse_qsl(query, keep_blank_values=True)
     for key, raw in pairs:
@@ -115,11 +122,17 @@ def handle(name: str, messages: list[dict], settings: GenSettings, response_form
     text = "\n".join(str(m.get("content", "")) for m in messages)
     if opts["latency"] > 0:
         time.sleep(opts["latency"])
+    user = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
+    if opts["broken"] > 0 and unit("broken", user) < opts["broken"]:
+        # Persistent: drawn from the task's message alone, so the same items fail at every
+        # attempt, under every skill.
+        raise ProviderError("server", f"simulated persistent failure (sim/{name})")
     _inject_faults(name, opts, text)
     if role == "target":
         system = next((m["content"] for m in messages if m.get("role") == "system"), "")
-        user = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
         reply = target_answer(system, user, opts)
+    elif role == "learner":
+        reply = sim_learner.answer(messages, opts)
     else:
         reply = sim_optimizer.answer(messages, opts)
     return HandlerResult(reply, max(1, len(text) // 4), max(1, len(reply) // 4))

@@ -29,7 +29,7 @@ def run_document(reader: Reader, run_id: str) -> dict[str, Any]:
         "train_hard": s["train_hard"], "train_soft": s["train_soft"],
         "selection_score": s["current_score"], "candidate_score": s["candidate_score"],
         "best_score": s["best_score"], "decision": s["decision"], "n_proposed": s["n_proposed"],
-        "n_applied": s["n_applied"], "duration_s": s["duration_s"],
+        "n_applied": s["n_applied"], "duration_s": s["duration_s"], "train_errors": s["train_errors"],
         "edits": edits_by_step.get(s["step"], []),
     } for s in reader.steps(run_id)]
     tests = reader.tests(run_id)
@@ -44,6 +44,9 @@ def run_document(reader: Reader, run_id: str) -> dict[str, Any]:
                          for u in reader.slow_updates(run_id)],
         "meta_skills": [{"epoch": m["epoch"], "content": m["content"]} for m in reader.meta_skills(run_id)],
         "test": {w: (tests[w]["score"] if w in tests else None) for w in TEST_SKILLS},
+        # Errored items are left out of a test score: how many each score stands on.
+        "test_items": {w: {"n_items": tests[w]["n_items"], "n_errors": tests[w]["n_errors"],
+                           "complete": bool(tests[w]["complete"])} for w in TEST_SKILLS if w in tests},
         "usage": {k: usage.get(k, 0) for k in ("target_calls", "optimizer_calls", "judge_calls", "prompt_tokens",
                                                 "completion_tokens", "cost_usd", "cache_hits", "eval_cache_hits",
                                                 "errors")},

@@ -131,9 +131,11 @@ class Reader:
                                           "ORDER BY step", (run_id, split))]
 
     # ---- usage ------------------------------------------------------------------------
+    # `errors` counts calls that failed (llm_calls.error); `notes` counts calls that gave a
+    # usable reply after faults (llm_calls.note: retried, truncated, repaired, dropped parts).
     def usage_by_stage(self, run_id: str) -> list[dict[str, Any]]:
         return self.q("SELECT stage, role, COUNT(*) AS calls, SUM(cached) AS cache_hits, "
-                      "SUM(error != '') AS errors, SUM(prompt_tokens) AS prompt_tokens, "
+                      "SUM(error != '') AS errors, SUM(note != '') AS notes, SUM(prompt_tokens) AS prompt_tokens, "
                       "SUM(completion_tokens) AS completion_tokens, SUM(cost_usd) AS cost_usd, "
                       "SUM(latency_s) AS latency_s FROM llm_calls WHERE run_id = ? GROUP BY stage, role "
                       "ORDER BY stage, role", (run_id,))
@@ -145,7 +147,8 @@ class Reader:
             "SUM(role = 'judge' AND cached = 0) AS judge_calls, "
             "COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, COALESCE(SUM(completion_tokens), 0) AS completion_tokens, "
             "COALESCE(SUM(cost_usd), 0) AS cost_usd, COALESCE(SUM(cached), 0) AS cache_hits, "
-            "SUM(error != '') AS errors FROM llm_calls WHERE run_id = ?", (run_id,)) or {}
+            "SUM(error != '') AS errors, SUM(note != '') AS notes FROM llm_calls WHERE run_id = ?",
+            (run_id,)) or {}
         cache_row = self.one("SELECT COUNT(*) AS n, COALESCE(SUM(cached), 0) AS hits FROM rollouts WHERE run_id = ?",
                              (run_id,)) or {}
         row = {k: (v or 0) for k, v in row.items()}
@@ -153,8 +156,14 @@ class Reader:
         return row
 
     def call_errors(self, run_id: str, limit: int = 200) -> list[dict[str, Any]]:
+        """The newest calls that failed."""
         return self.q("SELECT * FROM llm_calls WHERE run_id = ? AND error != '' ORDER BY id DESC LIMIT ?",
                       (run_id, limit))
+
+    def call_faults(self, run_id: str, limit: int = 200) -> list[dict[str, Any]]:
+        """The newest calls that failed or carry a note: every fault a model made."""
+        return self.q("SELECT * FROM llm_calls WHERE run_id = ? AND (error != '' OR note != '') "
+                      "ORDER BY id DESC LIMIT ?", (run_id, limit))
 
     # ---- pages: Skill evolution, Gate timeline, Slow updates, Rollouts -----------------
     # Each query is bounded by the run and, where a table grows with the run (rollouts),

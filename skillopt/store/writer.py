@@ -258,7 +258,8 @@ class Store:
                        g.current_score if g else s.current_score, g.candidate_score if g else None,
                        s.best_score, e.decision, len(e.outcomes),
                        sum(o.fate == "selected" for o in e.outcomes),
-                       sum(o.status == "applied" for o in e.outcomes),
+                       # applied to the candidate: an edit a person rejected applied only to be shown
+                       sum(o.status == "applied" and o.approval != "rejected" for o in e.outcomes),
                        e.n_minibatches, e.n_failed_minibatches, e.duration_s, now, e.train_errors))
             c.execute("DELETE FROM edits WHERE run_id = ? AND step = ?", (e.run_id, e.step))
             c.executemany("INSERT INTO edits VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -275,7 +276,8 @@ class Store:
                           [(e.run_id, e.step, i, e.epoch, json.dumps(edit_json(r.edit)), r.score_before,
                             r.score_after, r.reason, json.dumps([edit_json(x) for x in r.companions]))
                            for i, r in enumerate(epoch_rejected)])
-            self._log(c, e.run_id, e.step, "step", f"step {e.step}: {e.decision}")
+            refused = f" ({g.reason})" if g is not None and not g.complete else ""
+            self._log(c, e.run_id, e.step, "step", f"step {e.step}: {e.decision}{refused}")
             self._save_state(c, e.run_id, s, now)
 
     def _epoch_completed(self, e: ev.EpochCompleted) -> None:
@@ -297,6 +299,7 @@ class Store:
                 if g is not None:
                     self._gate(c, e.run_id, e.step, "slow_update", e.decision, g, ())
                 self._version(c, e.run_id, e.step, "epoch_end", e.state.skill, e.state.current_score)
+            if e.ran_meta:
                 c.execute("INSERT OR REPLACE INTO meta_skills VALUES (?,?,?,?)",
                           (e.run_id, e.epoch, e.meta_skill, e.meta_error))
             self._log(c, e.run_id, e.step, "epoch", f"epoch {e.epoch} done"
@@ -310,7 +313,9 @@ class Store:
                       (e.run_id, e.which, e.skill_sha, e.score, e.hard, e.soft, e.n_items, e.n_errors,
                        int(e.complete)))
             c.execute(f"UPDATE runs SET {e.which}_test = ? WHERE id = ?", (e.score, e.run_id))
-            self._log(c, e.run_id, e.state.step, "test", f"test {e.which}: {e.score:.3f}")
+            missing = f" ({e.n_errors} of {e.n_items} items errored{'' if e.complete else ': INCOMPLETE'})" \
+                if e.n_errors else ""
+            self._log(c, e.run_id, e.state.step, "test", f"test {e.which}: {e.score:.3f}{missing}")
             self._save_state(c, e.run_id, e.state, now)
 
     def _finished(self, e: ev.RunFinished) -> None:

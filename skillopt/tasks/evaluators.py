@@ -49,7 +49,7 @@ from typing import Any, Callable, Mapping, Protocol
 from .answers import clip, find_numbers, format_number, normalize_text, parse_number, show, tail
 from ..errors import TaskError
 from .jsonfields import JsonFields
-from .judge import LlmJudge
+from .judge import JUDGE_SYSTEM, LlmJudge
 from .task import Evaluation, Item
 from .usercode import PythonFunction, load_callable
 
@@ -340,7 +340,8 @@ def _llm_judge(options: Mapping, base_dir: Path | None) -> Scorer:
         raise TaskError("evaluator 'llm_judge' option 'rubric' must not be empty")
     if not 0.0 <= o["threshold"] <= 1.0:
         raise TaskError(f"evaluator 'llm_judge' option 'threshold' must be between 0 and 1, got {o['threshold']}")
-    return LlmJudge(_version("llm_judge", o), o["rubric"].strip(), o["threshold"])
+    # The judge's own prompt is part of the version: rewording it changes every grade.
+    return LlmJudge(_version("llm_judge", o, extra=JUDGE_SYSTEM), o["rubric"].strip(), o["threshold"])
 
 
 EVALUATORS: dict[str, Callable[[Mapping, Path | None], Scorer]] = {

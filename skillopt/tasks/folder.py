@@ -25,6 +25,7 @@ task.toml:
                                   # other JSONL fields (provenance such as "kind") are then ignored
     seed_skill = "seed_skill.md"  # optional, default shown
     plugin = "module:factory"     # optional, see below
+    simulated = true              # optional, default false; only such a task accepts sim/ models
 
     [evaluator]                   # see skillopt/tasks/evaluators.py for every type's options
     type = "choice"
@@ -75,7 +76,7 @@ from .usercode import apply_plugin
 
 NUL, NEWLINE = b"\x00", b"\n"
 TOML_KEYS = ("name", "description", "prompt", "answer_field", "id_field", "input_fields", "seed_skill",
-             "plugin", "evaluator", "splits")
+             "plugin", "evaluator", "splits", "simulated")
 
 
 class Problems:
@@ -277,12 +278,14 @@ def _load_toml(tpath: Path, problems: Problems) -> tuple[str, dict] | None:
     return toml, data
 
 
-def _description(data: dict, toml: str, tpath: Path, problems: Problems) -> str:
-    description = data.get("description", "")
-    if not isinstance(description, str):
-        problems.add(f"{tpath}:{_key_line(toml, 'description') or 1}", "'description' must be a string")
-        return ""
-    return description
+def _optional(data: dict, key: str, default: str | bool, toml: str, tpath: Path, problems: Problems):
+    """An optional key of its default's type, else the default (a string "false" must not read as true)."""
+    value = data.get(key, default)
+    if type(value) is not type(default):
+        kind = "a string" if isinstance(default, str) else "true or false"
+        problems.add(f"{tpath}:{_key_line(toml, key) or 1}", f"'{key}' must be {kind}")
+        return default
+    return value
 
 
 def _input_fields(data: dict, toml: str, tpath: Path, problems: Problems) -> list[str] | None:
@@ -329,7 +332,8 @@ def build_task(folder: Path, problems: Problems) -> TaskProtocol | None:
         return None
     toml, data = loaded
     name = _string_key(data, "name", None, toml, tpath, problems)
-    description = _description(data, toml, tpath, problems)
+    description = _optional(data, "description", "", toml, tpath, problems)
+    simulated = _optional(data, "simulated", False, toml, tpath, problems)
     answer_field = _string_key(data, "answer_field", "expected", toml, tpath, problems)
     id_field = _string_key(data, "id_field", "id", toml, tpath, problems)
     input_fields = _input_fields(data, toml, tpath, problems)
@@ -344,7 +348,7 @@ def build_task(folder: Path, problems: Problems) -> TaskProtocol | None:
     # Item content is hashed per item by the eval cache; the template changes every output.
     digest = hashlib.sha256(prompt.encode()).hexdigest()[:8]
     task = Task(name, description.strip(), folder, seed_skill, f"{evaluator.version}-{digest}", prompt,
-                evaluator, splits)
+                evaluator, splits, simulated)
     plugin = data.get("plugin")
     if plugin is None:
         return task

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .answers import clip, show
-from ..errors import TaskError
+from ..errors import ScoringError, TaskError
 from ..models.jsonreply import first_json_object
 from .task import Evaluation, Item
 
@@ -29,6 +29,7 @@ class LlmJudge:
     rubric: str
     threshold: float
     needs_expected = False  # a reference answer is shown to the judge when the item has one
+    uses_judge = True  # its grades depend on the judge model: part of the evaluation-cache key
 
     def check(self, expected: Any) -> str:
         return ""
@@ -47,13 +48,15 @@ class LlmJudge:
         if judge is None:
             raise TaskError("the llm_judge evaluator needs a judge model (set judge_model or optimizer_model)")
         reply = judge(self.messages(item, output))
+        # A judge that failed or replied unusably has not graded the answer: the item is
+        # errored (left out of the score and never cached), not scored 0.
         if getattr(reply, "error", ""):
-            return Evaluation(0.0, 0.0, f"judge call failed: {clip(reply.error, 120)}")
+            raise ScoringError(f"judge call failed: {clip(reply.error, 120)}")
         parsed = first_json_object(getattr(reply, "text", reply) or "")
         score = parsed.get("score") if parsed else None
         if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0.0 <= score <= 1.0:
-            return Evaluation(0.0, 0.0, "judge reply unusable: expected JSON with a score from 0 to 1, "
-                                        f"got {show(getattr(reply, 'text', reply))}")
+            raise ScoringError("judge reply unusable: expected JSON with a score from 0 to 1, "
+                               f"got {show(getattr(reply, 'text', reply))}")
         feedback = parsed.get("feedback")
         feedback = clip(feedback, 400) if isinstance(feedback, str) and feedback.strip() else "no feedback given"
         return Evaluation(1.0 if score >= self.threshold else 0.0, float(score), f"judge score {score:g}: {feedback}")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
 from .answers import clean_output
-from ..errors import TaskError
+from ..errors import ScoringError, TaskError
 
 SPLITS = ("train", "selection", "test")
 
@@ -53,7 +53,7 @@ class Trajectory:
     output: str  # the target's final answer text
     expected: str  # expected answer rendered as text for reflection
     evaluation: Evaluation
-    error: str = ""  # model call failed after retries: scored 0, shown as error
+    error: str = ""  # the target or the judge failed after retries: left out of every score, never cached
 
 
 # complete(messages) -> Reply   (see llm.Reply); bound to one model, stage and step by the caller
@@ -116,6 +116,9 @@ class Task:
     prompt: str
     evaluator: Any  # an evaluators.Scorer; untyped here because evaluators.py imports this module
     splits: Mapping[str, tuple[Item, ...]] = field(repr=False)
+    # Built for the simulated models (task.toml `simulated = true`): only on such a task do
+    # their scores mean anything, so the run preflight refuses sim/ models on any other.
+    simulated: bool = False
 
     def with_seed_skill(self, text: str) -> "Task":
         """The same task starting from another skill (the New run page's editor)."""
@@ -135,6 +138,11 @@ class Task:
     def messages(self, skill: str, item: Item) -> list[dict]:
         return [{"role": "system", "content": skill}, {"role": "user", "content": self.render(item)}]
 
+    @property
+    def uses_judge(self) -> bool:
+        """Whether scores depend on the judge model (which then belongs in the cache key)."""
+        return bool(getattr(self.evaluator, "uses_judge", False))
+
     def evaluate(self, item: Item, output: str, judge: Callable | None = None) -> Evaluation:
         return self.evaluator.evaluate(item, clean_output(output), judge)
 
@@ -146,7 +154,12 @@ class Task:
         prompt, want = messages[1]["content"], expected_text(item.expected)
         if error:
             return Trajectory(item.id, prompt, "", want, Evaluation(0.0, 0.0, f"model error: {error}"), error=error)
-        return Trajectory(item.id, prompt, (text or "").strip(), want, self.evaluate(item, text or "", judge))
+        try:
+            evaluation = self.evaluate(item, text or "", judge)
+        except ScoringError as exc:  # the output exists but nobody could grade it
+            return Trajectory(item.id, prompt, (text or "").strip(), want, Evaluation(0.0, 0.0, str(exc)),
+                              error=f"judge: {exc}")
+        return Trajectory(item.id, prompt, (text or "").strip(), want, evaluation)
 
 
 def sizes(task: TaskProtocol) -> dict[str, int]:

@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 
 from skillopt.skill import sha
 from skillopt.ui import blame
+from skillopt.vocabulary import DROP_REASONS, FATES
 
 Row = Mapping[str, Any]
 
@@ -24,6 +25,9 @@ KIND_STYLE = {  # marker symbol and colour per version kind
     "seed": ("square", "#636efa"), "candidate": ("circle-open", "#ab63fa"), "current": ("circle", "#00cc96"),
     "slow_update": ("diamond-open", "#ffa15a"), "epoch_end": ("diamond", "#ef553b")}
 BEST = "best"  # the picker's key of the best skill (every other key is "<step>:<kind>")
+# The edit list's fate filter offers every stored fate, not only the chosen step's: a choice
+# made at one step then still means the same at the next ("pending" is never stored).
+FATE_FILTER = tuple(f for f in FATES if f != "pending")
 
 
 def ordered(versions: Sequence[Row]) -> list[Row]:
@@ -86,9 +90,19 @@ def step_caption(s: Row) -> str:
             f"selected {s['n_selected']} · applied {s['n_applied']} · budget {s['edit_budget']}")
 
 
+def drop_reason(e: Row) -> tuple[str, str]:
+    """(reason, detail) of a dropped edit, from its note "<reason>: <detail>"; ("", note) otherwise."""
+    note = e.get("note") or ""
+    reason, _, detail = note.partition(": ")
+    if e["fate"] == "dropped" and reason in DROP_REASONS:
+        return reason, detail
+    return "", note
+
+
 def edit_badges(e: Row) -> str:
     """An edit's pipeline record as a line of code spans."""
     badges = [f"#{e['idx']}", e["op"], f"source: {e['source']}", f"support: {e['support']}", f"fate: {e['fate']}"]
+    badges += [f"dropped: {drop_reason(e)[0]}"] if drop_reason(e)[0] else []
     badges += [f"patch: {e['status']}"] if e["status"] else []
     badges += [f"approval: {e['approval']}"] if e["approval"] else []
     badges += [f"gate: {e['gate']}"] if e["gate"] else []

@@ -34,13 +34,13 @@ KNOB_GROUPS: dict[str, tuple[str, ...]] = {
     "Learning rate": ("learning_rate", "min_learning_rate", "lr_scheduler"),
     "Aggregation": ("merge_mode", "dedupe_threshold", "fuzzy_anchor_threshold", "failure_only"),
     "Gate": ("use_gate", "gate_mode", "gate_metric", "gate_mixed_weight", "gate_min_delta", "gate_alpha",
-             "rejected_buffer_scope"),
+             "max_error_rate", "rejected_buffer_scope"),
     "Slow update & meta": ("use_slow_update", "slow_update_samples", "slow_update_gate", "use_meta_skill"),
     "Approval": ("approval_mode", "approval_poll_s"),
     "Data": ("selection_size", "test_size", "seed"),
     "Models": ("target_model", "optimizer_model", "judge_model", "target_api_base", "optimizer_api_base",
-               "target_api_key_env", "optimizer_api_key_env", "temperature", "max_tokens", "request_timeout",
-               "max_retries"),
+               "target_api_key_env", "optimizer_api_key_env", "allow_simulated_models", "temperature", "max_tokens",
+               "request_timeout", "max_retries"),
     "Budgets": ("max_calls", "max_cost_usd"),
     "Performance": ("max_concurrency", "use_cache", "trajectory_chars", "speculative_rollouts"),
 }
@@ -153,6 +153,14 @@ def _model_check(role: str, model: str, key_env: str, api_base: str) -> Check:
     return Check(f"{role} model", problem is None, problem or f"{model} is usable")
 
 
+def models_problem(task, config: cfg.RunConfig) -> str | None:
+    """The run preflight's verdict on these models for this task (what the CLI and
+    runner.start refuse too): shown beside the model fields and blocking the launch."""
+    from skillopt.preflight import run_problem
+
+    return run_problem(task, config)
+
+
 def _key_check(field: str, name: str) -> Check:
     present = bool(os.environ.get(name))
     # Only whether it is set: the value itself is never read into the page.
@@ -191,6 +199,9 @@ def preflight(task_ref: str, values: Mapping[str, Any], seed_skill: str | None) 
                                               f"{plan.num_epochs} epochs)"))
         except UserError as exc:
             checks.append(Check("plan", False, str(exc)))
+        problem = models_problem(task, config)
+        checks.append(Check("models for this task", problem is None,
+                            problem or "every provider is known; no simulated model on a real task"))
     if config is not None:
         checks.append(_model_check("target", config.target_model, config.target_api_key_env,
                                    config.target_api_base))

@@ -191,12 +191,34 @@ def buffer_caption(scope: str, epoch: int | None) -> str:
                                      "rejections of all earlier steps of the run.")
 
 
+def rejected_with(r: Row) -> str:
+    """Whether a buffered edit was rejected alone (its repeat is blocked) or with others (it is
+    only context for the optimizer: any one edit of a rejected candidate may be fine alone)."""
+    n = len(json.loads(r.get("companions_json") or "[]"))
+    return "rejected alone" if not n else f"rejected together with {n} other{'s' if n > 1 else ''}"
+
+
 def buffer_frame(buffer: Sequence[Row]) -> pd.DataFrame:
     rows = []
     for r in buffer:
         e = json.loads(r["edit_json"] or "{}")
-        rows.append({"step": r["step"], "epoch": r["epoch"], "why": r["reason"], "op": e.get("op", ""),
-                     "target": e.get("target", ""), "content": e.get("content", ""),
+        rows.append({"step": r["step"], "epoch": r["epoch"], "why": r["reason"], "rejected": rejected_with(r),
+                     "op": e.get("op", ""), "target": e.get("target", ""), "content": e.get("content", ""),
+                     "together with": " | ".join(c.get("content") or c.get("target", "")
+                                                 for c in json.loads(r.get("companions_json") or "[]")),
                      "rationale": e.get("rationale", ""), "score before": r["score_before"],
                      "score after": r["score_after"]})
     return pd.DataFrame(rows)
+
+
+def default_edit_step(steps: Sequence[Row]) -> int:
+    """The index of the step whose edits to open: the last one with proposed edits, else the last."""
+    with_edits = [n for n, s in enumerate(steps) if s["n_proposed"]]
+    return (with_edits or [len(steps) - 1])[-1]
+
+
+def edits_frame(edits: Sequence[Row]) -> pd.DataFrame:
+    """Every edit proposed at a step, dropped ones included, with what happened to it and why."""
+    return pd.DataFrame([{"#": e["idx"], "op": e["op"], "content": e["content"] or e["target"] or "",
+                          "fate": e["fate"], "patch": e["status"] or "", "approval": e["approval"] or "",
+                          "gate": e["gate"] or "", "why": e.get("note") or ""} for e in edits])

@@ -24,7 +24,7 @@ STAGE_LABELS: dict[str, str] = {
     "done": "Done"}
 # The dashboard's own status: a live-looking run whose trainer process is gone.
 INTERRUPTED = "interrupted"
-RESUMABLE = ("stopped", "failed", INTERRUPTED)
+RESUMABLE = ("stopped", "failed", "incomplete", INTERRUPTED)  # incomplete: resuming retries the errored test items
 SHOWS_LOG = ("failed", INTERRUPTED, "stopped", "budget_exhausted")  # the trainer's log explains these ends
 
 
@@ -197,8 +197,8 @@ def budget_chart(steps: Sequence[Mapping[str, Any]], config: Mapping[str, Any], 
 
 
 def usage_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    frame = pd.DataFrame(list(rows), columns=["stage", "role", "calls", "cache_hits", "errors", "prompt_tokens",
-                                              "completion_tokens", "cost_usd", "latency_s"])
+    frame = pd.DataFrame(list(rows), columns=["stage", "role", "calls", "cache_hits", "errors", "notes",
+                                              "prompt_tokens", "completion_tokens", "cost_usd", "latency_s"])
     return frame.fillna(0).rename(columns={"cache_hits": "cache hits", "prompt_tokens": "prompt tokens",
                                            "completion_tokens": "completion tokens", "cost_usd": "cost $",
                                            "latency_s": "model time s"})
@@ -224,9 +224,16 @@ def events_table(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             for e in events]
 
 
-def errors_table(calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def faults_heading(usage: Mapping[str, Any]) -> str:
+    """Errors (failed calls) and notes (faults of calls that still answered) are counted
+    apart: a run whose calls were merely retried has no errors."""
+    return (f"**Model call faults** · {usage.get('errors', 0):,} error(s) · "
+            f"{usage.get('notes', 0):,} note(s)")
+
+
+def faults_table(calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [{"step": c["step"], "stage": c["stage"], "role": c["role"], "model": c["model"],
-             "attempts": c["attempts"], "error": c["error"]} for c in calls]
+             "attempts": c["attempts"], "error": c["error"] or "", "note": c["note"] or ""} for c in calls]
 
 
 # ---- Compare ----------------------------------------------------------------------------

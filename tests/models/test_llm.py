@@ -96,7 +96,9 @@ def test_rate_limit_honours_retry_after_then_succeeds(slept):
     assert slept == [7.0]
     assert len(script.calls) == 2
     (record,) = sink.records
-    assert record.attempts == 2 and record.error == "retried: rate_limit: slow down" and not record.cached
+    # The call succeeded: its failed attempt is a note, not an error.
+    assert record.attempts == 2 and record.note == "retried: rate_limit: slow down" and not record.cached
+    assert record.error == ""
 
 
 def test_retry_after_is_capped(slept):
@@ -123,6 +125,7 @@ def test_persistent_timeouts_become_a_recorded_failure_not_an_exception(slept):
     assert len(script.calls) == 3 and len(slept) == 2
     (record,) = sink.records
     assert record.error == reply.error and record.attempts == 3 and record.stage == "gate"
+    assert record.note == ""
     assert sink.cache == {}  # failures are never cached
 
 
@@ -174,7 +177,7 @@ def test_reply_far_over_max_tokens_is_clipped_and_noted(slept):
     model, sink = fake(Script("x" * 10_000))
     reply = model.complete(MSGS, stage="rollout", step=0)
     assert reply.ok and len(reply.text) == llm.TRUNCATE_FACTOR * 32
-    assert sink.records[0].error.startswith("truncated:")
+    assert sink.records[0].note.startswith("truncated:") and sink.records[0].error == ""
 
 
 def test_missing_key_variable_is_fatal(monkeypatch):
@@ -358,7 +361,7 @@ def test_complete_json_sends_the_schema_and_parses_fenced_json():
     fmt = script.calls[0]["response_format"]
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["schema"] == SCHEMA
     assert fmt["json_schema"]["strict"] is False and fmt["json_schema"]["name"] == "routing_decision"
-    assert [r.error for r in sink.records] == [""]
+    assert [(r.error, r.note) for r in sink.records] == [("", "")]
 
 
 def test_truncated_json_gets_one_repair_then_succeeds():
@@ -369,7 +372,10 @@ def test_truncated_json_gets_one_repair_then_succeeds():
     repair = script.calls[1]["messages"]
     assert repair[:2] == MSGS and repair[2] == {"role": "assistant", "content": '{"queue": "leg'}
     assert repair[3]["role"] == "user" and "JSON" in repair[3]["content"]
-    assert sink.records[0].error.startswith("invalid_json:") and sink.records[1].error == ""
+    # The repair decided: the first reply's fault is a note, and neither row is an error.
+    first, second = sink.records
+    assert first.note.startswith("invalid_json:") and first.note.endswith("(repair asked)")
+    assert (first.error, second.error, second.note) == ("", "", "")
 
 
 def test_schema_violation_twice_is_a_recorded_invalid_json_failure():
@@ -378,13 +384,31 @@ def test_schema_violation_twice_is_a_recorded_invalid_json_failure():
     value, reply = model.complete_json(MSGS, stage="reflect", step=0, schema=SCHEMA, validate=validate_queue)
     assert value is None and reply.error.startswith("invalid_json:") and "billing or legal" in reply.error
     assert len(script.calls) == 2 and len(sink.records) == 2
-    assert all(r.error.startswith("invalid_json:") for r in sink.records)
+    first, second = sink.records  # the first reply is noted; the unusable repair is the error
+    assert first.error == "" and first.note.startswith("invalid_json:") and first.note.endswith("(repair asked)")
+    assert second.error.startswith("invalid_json:") and second.error == reply.error and second.note == ""
 
 
 def test_complete_json_passes_through_a_failed_call(slept):
     model, _ = fake(Script(ProviderError("server", "down")), retries=1)
     value, reply = model.complete_json(MSGS, stage="reflect", step=0, schema=SCHEMA, validate=validate_queue)
     assert value is None and reply.error.startswith("server:")
+
+
+def test_a_usable_reply_keeps_all_its_faults_as_notes_and_no_error(slept):
+    """Retried, then parts dropped by the validator: the call gave a usable reply, so both
+    faults are notes, in the order they happened, and the error column stays empty."""
+    class Kept(str):
+        dropped = ("edit 2: unknown op 'rewrite'",)
+
+    script = Script(ProviderError("rate_limit", "busy"), '{"queue": "legal"}')
+    model, sink = fake(script)
+    value, reply = model.complete_json(MSGS, stage="reflect", step=0, schema=SCHEMA,
+                                       validate=lambda v: Kept(validate_queue(v)))
+    assert value == "legal" and reply.ok
+    (record,) = sink.records
+    assert record.error == ""
+    assert record.note == "retried: rate_limit: busy; dropped: 1 part(s) of the reply: edit 2: unknown op 'rewrite'"
 
 
 @pytest.mark.parametrize("text,expected", [

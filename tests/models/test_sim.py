@@ -259,7 +259,7 @@ def fault_kinds(opts: str, rounds: int = 60, notes: str = "") -> Counter:
         results = reflect(optimizer(opts), TASK.seed_skill, failing(picked, 3), budget=3, buffer=StepBuffer(),
                           meta_skill=notes, config=CONFIG.replace(minibatch_size=9), step=k, seed=k)
         for r in results:
-            kinds["dropped"] += sum("does not exist" in d for d in r.dropped)
+            kinds["dropped"] += sum("does not exist" in d.detail for d in r.dropped)
             for e in r.edits:
                 if e.section == "Routing Rules":
                     kinds["wrong_anchor"] += 1
@@ -374,7 +374,8 @@ def test_slow_update_guidance_states_the_rules_behind_persistent_failures():
 
 
 def test_meta_notes_learn_from_rejected_edits():
-    reply = answer("meta_skill", notes="(none yet)", n=20, improved=2, regressed=1, persistent=3, stable=14,
+    reply = answer("meta_skill", notes="(none yet)",
+                   evidence="THIS EPOCH on the same tasks: improved 2, regressed 1, still failing 3, still right 14.",
                    accepted=f"- add: \"{ALASKA_1}\"", rejected=f"- add: \"{SPECIFIC}\" (gate 0.600 -> 0.600)\n"
                                                           f"- add: \"{HARMFUL}\" (gate 0.600 -> 0.550)")
     notes = " ".join(reply["notes"]).lower()

@@ -88,6 +88,25 @@ def test_caches_and_call_records(tmp_path):
     assert usage["target_calls"] == 1 and usage["cache_hits"] == 1 and usage["prompt_tokens"] == 20
 
 
+def test_usage_counts_errors_and_notes_apart(tmp_path):
+    """A call that answered after faults carries a note and is no error; only a failed call
+    is counted and listed as an error."""
+    store = make(tmp_path)
+    for error, note in (("", "retried: rate_limit: busy"), ("", "truncated: reply reached max_tokens"),
+                        ("timeout: read timed out", ""), ("", "")):
+        store.record_call(CallRecord("r1", 1, "target", "rollout", "m/x", 10, 2, 0.0, 0.01, False, error, 1,
+                                     time.time(), note=note))
+    reader = Reader(tmp_path / "s.db")
+    usage = reader.usage("r1")
+    assert (usage["errors"], usage["notes"]) == (1, 2)
+    (stage,) = reader.usage_by_stage("r1")
+    assert (stage["calls"], stage["errors"], stage["notes"]) == (4, 1, 2)
+    assert [c["error"] for c in reader.call_errors("r1")] == ["timeout: read timed out"]
+    assert [(c["error"], c["note"]) for c in reader.call_faults("r1")] == [
+        ("timeout: read timed out", ""), ("", "truncated: reply reached max_tokens"),
+        ("", "retried: rate_limit: busy")]
+
+
 def test_decide_rejects_unknown_status(tmp_path):
     from skillopt.errors import UserError
 

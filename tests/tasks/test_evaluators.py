@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from skillopt.errors import TaskError
+from skillopt.errors import ScoringError, TaskError
 from skillopt.models.jsonreply import first_json_object
 from skillopt.tasks.answers import clean_output, find_numbers, normalize_text
 from skillopt.tasks.evaluators import EVALUATORS, build_evaluator
-from skillopt.tasks.task import Evaluation, Item
+from skillopt.tasks.task import Item
 
 
 def item(expected, **inputs) -> Item:
@@ -217,11 +217,6 @@ class FakeReply:
     ('{"score": 0.9, "feedback": "good"}', 1.0, 0.9, "good"),
     ('Here: {"score": 0.3, "feedback": "misses the date"}', 0.0, 0.3, "misses the date"),
     ('{"score": 1}', 1.0, 1.0, "no feedback given"),
-    ("I think it is fine", 0.0, 0.0, "judge reply unusable"),
-    ('{"score": "high"}', 0.0, 0.0, "judge reply unusable"),
-    ('{"score": 7, "feedback": "x"}', 0.0, 0.0, "judge reply unusable"),
-    ('{"score": true}', 0.0, 0.0, "judge reply unusable"),
-    ("", 0.0, 0.0, "judge reply unusable"),
 ])
 def test_llm_judge_replies(reply, hard, soft, feedback):
     seen = []
@@ -239,9 +234,17 @@ def test_llm_judge_replies(reply, hard, soft, feedback):
     assert seen[0][0]["role"] == "system" and "JSON" in seen[0][0]["content"]
 
 
+@pytest.mark.parametrize("reply", ["I think it is fine", '{"score": "high"}', '{"score": 7, "feedback": "x"}',
+                                   '{"score": true}', ""])
+def test_an_unusable_judge_reply_is_a_scoring_error_not_a_zero(reply):
+    evaluator = build_evaluator({"type": "llm_judge", "rubric": "Be polite.", "threshold": 0.5})
+    with pytest.raises(ScoringError, match="judge reply unusable"):
+        evaluator.evaluate(item("Thank you", q="Say thanks"), "thanks!", lambda messages: FakeReply(reply))
+
+
 def test_llm_judge_call_error_and_missing_judge():
     evaluator = build_evaluator({"type": "llm_judge", "rubric": "r"})
-    result = evaluator.evaluate(item("x"), "y", lambda messages: FakeReply("", "timeout after 4 retries"))
-    assert result == Evaluation(0.0, 0.0, "judge call failed: timeout after 4 retries")
+    with pytest.raises(ScoringError, match="judge call failed: timeout after 4 retries"):
+        evaluator.evaluate(item("x"), "y", lambda messages: FakeReply("", "timeout after 4 retries"))
     with pytest.raises(TaskError, match="needs a judge model"):
         evaluator.evaluate(item("x"), "y", None)
