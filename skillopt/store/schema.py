@@ -26,6 +26,33 @@ def m002_errors_notes_and_dropped_edits(db: sqlite_utils.Database) -> None:
         db.execute("UPDATE llm_calls SET error = ?, note = ? WHERE id = ?", (error, note, row[0]))
 
 
+
+@migrations()
+def m003_skill_lift(db: sqlite_utils.Database) -> None:
+    """The test score with no skill at all, and the lift of the best skill over the better
+    of no skill and the seed, with its interval and breakdown."""
+    db.executescript(_M003)
+
+
+@migrations()
+def m004_process_identity(db: sqlite_utils.Database) -> None:
+    """A trainer process is identified by host, pid and start time: a pid alone may name an
+    unrelated process on another machine or after a reboot."""
+    db.executescript(_M004)
+
+
+@migrations()
+def m005_sweeps(db: sqlite_utils.Database) -> None:
+    """Grid searches: a sweep, its grid and its trials (each trial is an ordinary run)."""
+    db.executescript(_M005)
+
+
+@migrations()
+def m006_pins_and_integrations(db: sqlite_utils.Database) -> None:
+    """Pinned must-not-regress items per task, and a run's MLflow run id (a resumed run
+    continues the same MLflow run)."""
+    db.executescript(_M006)
+
 # Notes a successful call may carry, as the first word of one "; "-separated part.
 NOTE_KINDS = ("retried", "truncated", "dropped")
 
@@ -146,4 +173,37 @@ CREATE TABLE events (
 );
 CREATE INDEX events_by_run ON events (run_id, id);
 CREATE INDEX runs_by_status ON runs (status);
+"""
+
+_M003 = """
+ALTER TABLE runs ADD COLUMN none_test REAL;
+CREATE TABLE lift (
+  run_id TEXT PRIMARY KEY, metric TEXT, baseline TEXT, best_score REAL, baseline_score REAL,
+  lift REAL, ci_low REAL, ci_high REAL, n_items INTEGER, breakdown_json TEXT DEFAULT '{}'
+);
+"""
+
+_M004 = """
+ALTER TABLE runs ADD COLUMN host TEXT DEFAULT '';
+ALTER TABLE runs ADD COLUMN pid_started_at REAL;
+"""
+
+_M005 = """
+CREATE TABLE sweeps (
+  id TEXT PRIMARY KEY, name TEXT, task TEXT, grid_json TEXT, config_json TEXT, seeds INTEGER,
+  backend TEXT, workers INTEGER, max_calls INTEGER, max_cost_usd REAL, status TEXT, reason TEXT DEFAULT '',
+  pid INTEGER, host TEXT DEFAULT '', pid_started_at REAL, stop_requested INTEGER DEFAULT 0,
+  created_at REAL, updated_at REAL, finished_at REAL
+);
+CREATE TABLE sweep_trials (
+  sweep_id TEXT, idx INTEGER, point_json TEXT, seed INTEGER, run_id TEXT, status TEXT,
+  reason TEXT DEFAULT '', attempts INTEGER DEFAULT 0, updated_at REAL,
+  PRIMARY KEY (sweep_id, idx)
+);
+ALTER TABLE runs ADD COLUMN sweep_id TEXT DEFAULT '';
+"""
+
+_M006 = """
+CREATE TABLE pins (task TEXT, item_id TEXT, created_at REAL, PRIMARY KEY (task, item_id));
+ALTER TABLE runs ADD COLUMN mlflow_run_id TEXT DEFAULT '';
 """

@@ -24,8 +24,9 @@ def test_wal_and_migrations_are_idempotent(tmp_path):
     assert store.query("PRAGMA journal_mode")[0][0] == "wal"
     applied = [m.name for m in migrations.applied(store.db)]
     Store(tmp_path / "s.db")  # opening again applies nothing twice
-    assert [m.name for m in migrations.applied(store.db)] == applied == ["m001_initial",
-                                                                          "m002_errors_notes_and_dropped_edits"]
+    assert [m.name for m in migrations.applied(store.db)] == applied == [
+        "m001_initial", "m002_errors_notes_and_dropped_edits", "m003_skill_lift", "m004_process_identity",
+        "m005_sweeps", "m006_pins_and_integrations"]
 
 
 def test_m002_moves_old_notes_out_of_the_error_column(tmp_path):
