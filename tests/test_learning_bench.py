@@ -1,0 +1,287 @@
+"""The learning bench (bench/learning.py) and its held-out task (data/tasks/waste-sorting).
+
+The bench's figures are read from the store of a real simulated run (sim/target with the
+non-oracle sim/learner, fast) and compared with what the store holds; the targets are checked
+at their edges; a missing figure is null and misses its target; the README block labels a
+quick run and never shows an absent full run as measured. The task regenerates byte-identically,
+validates, and its files still have the hashes README.md recorded before any run on it."""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import benchkit  # noqa: E402  (bench/ on sys.path, as when a bench runs)
+import learning  # noqa: E402
+import report  # noqa: E402
+
+TASK_DIR = ROOT / "data" / "tasks" / "waste-sorting"
+SIM = ("target_model=sim/target", "optimizer_model=sim/learner")
+# Small enough to take about a second; chosen so the run accepts and rejects or skips steps and
+# leaves edits unapplied (clipped by a small edit budget), or the comparisons below test nothing.
+SIM_RUN = (*SIM, "num_epochs=2", "batch_size=20", "learning_rate=2", "min_learning_rate=1")
+
+
+@pytest.fixture(scope="module")
+def sim_bench(tmp_path_factory) -> tuple[Path, dict]:
+    db = tmp_path_factory.mktemp("learning") / "runs.db"
+    return db, learning.measure(db, "sim-rulebook", SIM_RUN)
+
+
+def query(db: Path, sql: str, params: tuple = ()) -> list[tuple]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def copy_db(db: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "copy.db"
+    src, dst = sqlite3.connect(db), sqlite3.connect(out)
+    src.backup(dst)  # WAL-safe copy: the live file alone may lack committed pages
+    src.close()
+    dst.close()
+    return out
+
+
+# ------------------------------------------------------------ reading a run from the store
+
+def test_the_figures_are_what_the_store_holds(sim_bench):
+    db, row = sim_bench
+    run_id = row["run_id"]
+    assert row["status"] == "completed" and row["type"] == "classification"
+    tests = {w: s for w, s in query(db, "SELECT which, score FROM tests WHERE run_id = ?", (run_id,))}
+    for which in learning.WHICH:
+        expected = tests.get(which)
+        assert row["test"][which] == (None if expected is None else pytest.approx(expected, abs=1e-4))
+    decisions = [d for (d,) in query(db, "SELECT decision FROM steps WHERE run_id = ?", (run_id,))]
+    assert row["steps"]["accepted"] == sum(d in ("accept", "accept_new_best") for d in decisions)
+    assert row["steps"]["rejected"] == decisions.count("reject")
+    assert row["steps"]["skipped"] == decisions.count("skip")
+    assert row["steps"]["accepted"] >= 1 and row["steps"]["rejected"] + row["steps"]["skipped"] >= 1
+    (n, ok), = query(db, "SELECT COUNT(*), SUM(ok) FROM reflections WHERE run_id = ?", (run_id,))
+    assert row["optimizer_replies"] == {"usable": ok, "all": n, "share": pytest.approx(ok / n, abs=1e-4)}
+    roles = dict(query(db, "SELECT role, COUNT(*) FROM llm_calls WHERE run_id = ? AND cached = 0 GROUP BY role",
+                       (run_id,)))
+    assert row["calls"]["target"] == roles["target"] > 0 and row["calls"]["optimizer"] == roles["optimizer"] > 0
+
+
+def test_every_edit_is_applied_or_has_a_reason(sim_bench):
+    db, row = sim_bench
+    edits = query(db, "SELECT status, gate FROM edits WHERE run_id = ?", (row["run_id"],))
+    e = row["edits"]
+    assert e["proposed"] == len(edits) and e["applied"] == sum(s == "applied" for s, _ in edits)
+    assert e["accepted"] == sum(s == "applied" and g == "accepted" for s, g in edits)
+    assert e["not_applied"] and e["applied"] + sum(e["not_applied"].values()) == e["proposed"]
+
+
+@pytest.mark.parametrize("edit, reason", [
+    ({"fate": "dropped", "status": "", "note": "bad_anchor: line 40 is past the skill's end"}, "bad_anchor"),
+    ({"fate": "dropped", "status": "", "note": "contradicted: 5 of 6 train items with 'eur' expect 6100"},
+     "contradicted"),
+    ({"fate": "clipped", "status": "", "note": ""}, "clipped"),
+    ({"fate": "selected", "status": "anchor_not_found", "note": "no line like it"}, "anchor_not_found"),
+])
+def test_why_an_edit_was_not_applied(edit, reason):
+    assert learning.not_applied_reason(edit) == reason
+
+
+def test_an_accepted_contradicted_edit_misses_its_target(sim_bench, tmp_path):
+    db = copy_db(sim_bench[0], tmp_path)
+    run_id, before = sim_bench[1]["run_id"], sim_bench[1]["edits"]
+    conn = sqlite3.connect(db)
+    with conn:
+        (step, idx), = conn.execute("SELECT step, idx FROM edits WHERE run_id = ? AND gate = 'accepted' "
+                                    "AND note NOT LIKE '%contradicted%' LIMIT 1", (run_id,)).fetchall()
+        # The contradiction is a later part of a joined note, not its first word: still counted.
+        conn.execute("UPDATE edits SET note = 'merged 2; contradicted: 4 of 5 train items with the trigger "
+                     "expect hold' WHERE run_id = ? AND step = ? AND idx = ?", (run_id, step, idx))
+        conn.execute("UPDATE edits SET fate = 'dropped', status = '', gate = '', note = 'contradicted: 3 of 3' "
+                     "WHERE rowid = (SELECT rowid FROM edits WHERE run_id = ? AND fate = 'clipped' LIMIT 1)",
+                     (run_id,))
+    conn.close()
+    after = learning.read_run(db, run_id)["edits"]
+    assert after["contradicted"] == before["contradicted"] + 2
+    assert after["contradicted_accepted"] == before["contradicted_accepted"] + 1
+    assert after["not_applied"].get("contradicted", 0) == before["not_applied"].get("contradicted", 0) + 1
+    assert after["not_applied"]["clipped"] == before["not_applied"]["clipped"] - 1
+    check = learning.targets("classification", {**fake_row(), "edits": after})["no_contradicted"]
+    assert not check["met"] and check["detail"].startswith(f"{after['contradicted_accepted']} accepted of")
+
+
+def test_a_store_without_the_no_skill_row_or_the_lift_reads_null_and_misses(sim_bench, tmp_path):
+    db = copy_db(sim_bench[0], tmp_path)
+    run_id = sim_bench[1]["run_id"]
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("DELETE FROM tests WHERE run_id = ? AND which = 'none'", (run_id,))
+        conn.execute("DROP TABLE IF EXISTS lift")  # a store from before the lift table
+    conn.close()
+    row = learning.read_run(db, run_id)
+    assert row["test"]["none"] is None and row["lift"] is None and row["test"]["best"] is not None
+    checks = learning.targets("classification", row)
+    assert not checks["lift"]["met"] and "no-skill test" in checks["lift"]["detail"]
+    assert "lift interval" in checks["lift"]["detail"] and not checks["no_harm"]["met"]
+
+
+def test_the_lift_row_is_read_as_stored(sim_bench, tmp_path):
+    db = copy_db(sim_bench[0], tmp_path)
+    run_id = sim_bench[1]["run_id"]
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("DELETE FROM lift WHERE run_id = ?", (run_id,))
+        conn.execute("INSERT INTO lift VALUES (?,?,?,?,?,?,?,?,?,?)",
+                     (run_id, "hard", "seed", 0.62, 0.5, 0.12, 0.031, 0.2, 96,
+                      json.dumps({"bulky": {"n": 12, "best": 0.75, "seed": 0.25, "none": 0.3333333}})))
+    conn.close()
+    lift = learning.read_run(db, run_id)["lift"]
+    assert lift == {"metric": "hard", "baseline": "seed", "best": 0.62, "baseline_score": 0.5, "lift": 0.12,
+                    "ci_low": 0.031, "ci_high": 0.2, "n_items": 96,
+                    "breakdown": {"bulky": {"n": 12, "best": 0.75, "seed": 0.25, "none": 0.333}}}
+
+
+# ------------------------------------------------------------ targets
+
+def fake_row(none=0.5, seed=0.4, best=0.6, ci_low=0.01, usable=20, replies=20, status="completed") -> dict:
+    return {"status": status, "reason": "", "test": {"none": none, "seed": seed, "best": best, "final": best},
+            "lift": {"ci_low": ci_low}, "edits": {"contradicted": 0, "contradicted_accepted": 0},
+            "optimizer_replies": {"usable": usable, "all": replies,
+                                  "share": usable / replies if replies else None}}
+
+
+@pytest.mark.parametrize("best, ci_low, met", [
+    (0.3, 0.01, True),     # exactly +10 points over max(no skill, seed) = 0.2 (0.3 - 0.2 is 0.0999... in floats)
+    (0.29, 0.01, False),   # +9 points
+    (0.5, 0.0, False),     # a lower bound of 0 is not above 0
+    (0.5, 0.05, True),
+])
+def test_the_format_target_needs_ten_points_and_a_positive_lower_bound(best, ci_low, met):
+    checks = learning.targets("format", fake_row(none=0.2, seed=0.0, best=best, ci_low=ci_low))
+    assert checks["lift"]["met"] is met and "no_harm" not in checks
+
+
+def test_the_classification_target_needs_a_gain_and_no_harm():
+    tie = learning.targets("classification", fake_row(none=0.5, seed=0.4, best=0.5, ci_low=0.0))
+    assert not tie["lift"]["met"] and tie["no_harm"]["met"]
+    worse = learning.targets("classification", fake_row(none=0.5, seed=0.55, best=0.52, ci_low=-0.1))
+    assert not worse["lift"]["met"] and not worse["no_harm"]["met"]
+    better = learning.targets("classification", fake_row(none=0.5, seed=0.4, best=0.52, ci_low=0.01))
+    assert better["lift"]["met"] and better["no_harm"]["met"]
+
+
+@pytest.mark.parametrize("usable, replies, met", [(19, 20, True), (18, 20, False), (0, 0, False)])
+def test_usable_replies_need_95_percent(usable, replies, met):
+    assert learning.targets("format", fake_row(usable=usable, replies=replies))["usable_replies"]["met"] is met
+
+
+def test_a_run_that_did_not_complete_misses():
+    checks = learning.targets("classification", fake_row(status="failed"))
+    assert not checks["completed"]["met"] and checks["lift"]["met"]
+
+
+def test_task_types():
+    assert {t: learning.task_type(t) for t in learning.TASKS} == {
+        "ticket-routing": "classification", "invoice-extraction": "format", "word-problems": "format",
+        "waste-sorting": "classification"}
+    assert "waste-sorting" in learning.TASKS and "sim-rulebook" not in learning.TASKS
+
+
+# ------------------------------------------------------------ the command line and the saved line
+
+def test_the_bench_ends_with_one_json_line_and_a_trial_is_not_saved(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(benchkit, "RESULTS", tmp_path / "results")
+    argv = ["--quick", "--tasks", "sim-rulebook", "--db", str(tmp_path / "runs.db"), *(f"--set={s}" for s in SIM)]
+    monkeypatch.setattr(sys, "argv", [str(ROOT / "bench" / "learning.py"), *argv])
+    learning.main(argv)
+    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    fig = line["figures"]
+    assert line["bench"] == "learning" and fig["mode"] == "quick" and fig["trial"] is True
+    row = fig["tasks"]["sim-rulebook"]
+    assert set(row) >= {"test", "lift", "steps", "optimizer_replies", "edits", "calls", "wall_s", "targets", "met"}
+    assert set(row["test"]) == {"none", "seed", "best", "final"}
+    assert "selection_size=12" in fig["options"] and "test_size=20" in fig["options"]
+    assert row["test_items"]["seed"]["n"] == 20
+    assert not (tmp_path / "results").exists()  # a trial with other settings is not the bench's result
+    with pytest.raises(SystemExit, match="must name a new file"):
+        learning.main(argv)
+
+
+def test_the_full_bench_is_the_documented_setting():
+    options = learning.overrides(quick=False)
+    assert options == ("target_model=local/qwen2.5-coder-1.5b", "optimizer_model=local/qwen2.5-coder-1.5b",
+                       "num_epochs=2", "batch_size=20")
+
+
+# ------------------------------------------------------------ the README block
+
+def saved(row: dict, mode: str) -> dict:
+    return {"bench": "learning", "commit": "a" * 40, "dirty": False, "date": "2026-12-01 08:00 UTC",
+            "command": "python bench/learning.py" + (" --quick --tasks sim-rulebook" if mode == "quick" else ""),
+            "figures": {"mode": mode, "trial": False, "tasks": {"sim-rulebook": row}}}
+
+
+def test_the_readme_labels_a_quick_run_and_keeps_the_full_run_not_measured(sim_bench):
+    text = report.learning({"learning": saved(sim_bench[1], "quick")})
+    first, *rest = text.splitlines()
+    assert "bench/learning.py" in first and first.endswith(f"{report.NOT_MEASURED}.")
+    assert any(line.startswith("Quick run (`--quick`:") for line in rest)
+    (cells,) = [line for line in rest if line.startswith("| sim-rulebook |")]
+    row = sim_bench[1]
+    assert cells.count(" | ") == 14 and f"{row['test']['best']:.3f}" in cells
+    assert "bench/" not in cells  # the table's rows hold figures, the command is above it
+
+
+def test_the_readme_shows_a_full_run_without_not_measured(sim_bench):
+    text = report.learning({"learning": saved(sim_bench[1], "full")})
+    assert report.NOT_MEASURED not in text and text.startswith("Full run (2 epochs")
+    broken = {"task": "x", "type": "format", "status": "error", "reason": "UserError: boom"}
+    text = report.learning({"learning": {**saved(sim_bench[1], "full"),
+                                         "figures": {"mode": "full", "tasks": {"x": broken}}}})
+    (cells,) = [line for line in text.splitlines() if line.startswith("| x |")]
+    assert cells.count(" | ") == 14 and "**missed**" in cells
+
+
+# ------------------------------------------------------------ the held-out task
+
+def test_the_task_regenerates_byte_identically(tmp_path):
+    subprocess.run([sys.executable, "-B", str(TASK_DIR / "generate.py"), "--out", str(tmp_path)], check=True)
+    for split in ("train", "selection", "test"):
+        assert (tmp_path / f"{split}.jsonl").read_bytes() == (TASK_DIR / f"{split}.jsonl").read_bytes()
+
+
+def test_the_task_files_have_the_hashes_the_readme_recorded():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    recorded = dict((path, digest) for digest, path in
+                    re.findall(r"^    ([0-9a-f]{64})  (data/tasks/waste-sorting/\S+)$", text, re.M))
+    files = sorted(p.relative_to(ROOT).as_posix() for p in TASK_DIR.iterdir() if p.is_file())
+    assert sorted(recorded) == files  # every file hashed, none added since
+    for path in files:
+        assert hashlib.sha256((ROOT / path).read_bytes()).hexdigest() == recorded[path], f"{path} changed"
+
+
+def test_the_task_validates_and_every_split_holds_every_rule():
+    from skillopt.tasks.loader import load_task, validate_task
+
+    assert validate_task(TASK_DIR) == []
+    task = load_task(TASK_DIR)
+    labels = {"paper", "packaging", "glass", "organic", "residual", "hazardous", "electronics", "bulky"}
+    kinds = {}
+    for split in ("train", "selection", "test"):
+        rows = [json.loads(line) for line in (TASK_DIR / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()]
+        assert {r["bin"] for r in rows} == labels
+        kinds[split] = {r["kind"] for r in rows}
+        assert len(task.split(split)) == len(rows)
+    assert kinds["train"] == kinds["selection"] == kinds["test"] and len([k for k in kinds["test"] if
+                                                                           k.startswith("rule_")]) == 6
+    assert sum(len(task.split(s)) for s in ("train", "selection", "test")) == 192
+    assert "Eastvale" not in task.seed_skill and "120" not in task.seed_skill  # the seed states no house rule
