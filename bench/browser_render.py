@@ -1,0 +1,124 @@
+"""Dashboard pages as a user waits for them: headless chromium through Playwright.
+
+Used by bench/dashboard.py. For every page (Home, New run and the seven run pages, with
+?run=<id>):
+
+- first render: a `streamlit run app.py` server started for this page alone, which has served
+  no page yet (only its health endpoint was polled), and a fresh browser context opening the
+  page's URL. Imports, the first queries and the browser's download of the front end all count.
+- rerender: the same URL opened again in that context (the front end in the browser's cache,
+  the server's data caches warm): what a user pays to come back to a page.
+
+A render ends at the last change to the page's DOM (a MutationObserver installed before the
+page's own scripts) once Streamlit's status widget is gone, the script has stopped and nothing
+changes for QUIET_MS; the time is counted from the navigation's start (performance.now()). The
+quiet period confirms the end and is not counted. Quiet also means the page's main thread was
+free: a heartbeat timer that fell behind marks the thread busy, because while the browser
+parses a big message (a 20,000-row table, a chart) no element changes, yet the page is not
+drawn; without it a page measured "done" seconds before its chart appeared. Chromium is the system one, as in the tests
+(tests/browser_util.py, which starts the servers); a missing Playwright or chromium makes the
+browser figures "not measured", never a failure of the rest of the bench.
+"""
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = {"Home": "app", "New run": "1_New_run", "Monitor": "2_Monitor", "Skill evolution": "3_Skill_evolution",
+         "Gate timeline": "4_Gate_timeline", "Slow updates": "5_Slow_updates", "Approvals": "6_Approvals",
+         "Rollouts": "7_Rollouts", "Compare runs": "8_Compare_runs"}
+FIRST_TARGET_S, RERENDER_TARGET_S = 2.0, 1.0
+QUIET_MS = 500
+LIMIT_S = 120  # longest a render may take before the bench gives up on the page
+
+BEAT_MS, LATE_MS = 50, 150  # the heartbeat's period; a beat this late means the thread was busy
+OBSERVE_JS = f"""
+window.__lastChange = performance.now();
+new MutationObserver(() => {{ window.__lastChange = performance.now(); }})
+  .observe(document, {{subtree: true, childList: true, attributes: true, characterData: true}});
+window.__beat = performance.now();
+window.__busyAt = 0;
+setInterval(() => {{
+  const t = performance.now();
+  if (t - window.__beat > {LATE_MS}) window.__busyAt = t;
+  window.__beat = t;
+}}, {BEAT_MS});
+"""
+STATE_JS = f"""() => {{
+  const now = performance.now();
+  if (now - window.__beat > {LATE_MS}) window.__busyAt = now;
+  const app = document.querySelector('[data-testid="stApp"]');
+  const busy = !app || app.getAttribute('data-test-script-state') !== 'notRunning'
+    || !!document.querySelector('[data-testid="stStatusWidget"]');
+  return {{now: now, last: window.__lastChange, quietSince: Math.max(window.__lastChange, window.__busyAt), busy: busy}};
+}}"""
+
+
+def missing() -> str | None:
+    """Why the browser figures cannot be measured here, or None."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        import playwright.sync_api  # noqa: F401
+        import browser_util
+    except ImportError as exc:
+        return f"cannot import {exc.name} (pip install playwright==1.65.2 pytest; no `playwright install`)"
+    chromium = Path(browser_util.CHROMIUM)
+    return None if chromium.is_file() else f"{chromium} is missing (apt-get install chromium)"
+
+
+def settled(page) -> float:
+    """Seconds from the navigation's start to the page's last change before QUIET_MS of quiet."""
+    deadline = time.monotonic() + LIMIT_S
+    while time.monotonic() < deadline:
+        state = page.evaluate(STATE_JS)
+        if not state["busy"] and state["now"] - state["quietSince"] >= QUIET_MS:
+            return state["last"] / 1000
+        page.wait_for_timeout(50)  # polling the page until it is quiet: the figure is read from it
+    raise SystemExit(f"{page.url} did not settle within {LIMIT_S} s")
+
+
+def visit(page, url: str) -> float:
+    import browser_util
+
+    page.goto(url, wait_until="commit")
+    seconds = settled(page)
+    browser_util.assert_no_exception(page)
+    return seconds
+
+
+def measure(db: Path, run_id: str) -> dict[str, tuple[float, float]]:
+    """page -> (first render s, rerender s), each page on a server of its own."""
+    from playwright.sync_api import sync_playwright
+
+    import browser_util
+
+    times = {}
+    with tempfile.TemporaryDirectory(prefix="skillopt-bench-logs-") as logs, sync_playwright() as pw:
+        browser = browser_util.launch_browser(pw)
+        try:
+            for name, page_file in PAGES.items():
+                dash = browser_util.start_dashboard(db, Path(logs) / f"{page_file}.log")
+                try:
+                    context = browser.new_context(viewport=browser_util.VIEWPORT)
+                    context.add_init_script(OBSERVE_JS)
+                    page = context.new_page()
+                    url = dash.page_url(page_file, run_id)
+                    times[name] = (visit(page, url), visit(page, url))
+                    context.close()
+                finally:
+                    browser_util.stop_process(dash.proc)
+                first, again = times[name]
+                print(f"  {name:<16} first {first:6.2f} s   rerender {again:6.2f} s", flush=True)
+        finally:
+            browser.close()
+    return times
+
+
+def figures(times: dict[str, tuple[float, float]]) -> dict:
+    return {"browser_first_s": {name: round(first, 3) for name, (first, _) in times.items()},
+            "browser_rerender_s": {name: round(again, 3) for name, (_, again) in times.items()},
+            "browser_first_target_s": FIRST_TARGET_S, "browser_rerender_target_s": RERENDER_TARGET_S,
+            "browser_met": all(f < FIRST_TARGET_S and r < RERENDER_TARGET_S for f, r in times.values())}
