@@ -5,9 +5,9 @@
 On `sim-rulebook` (simulated models: calls are counted, not timed), every run is the full
 default schedule (4 epochs, batch 40) in its own fresh database, so no run reuses another's cache.
 
-Reference arm: gate_mode=strict use_cache=false speculative_rollouts=false, the published
-SkillOpt's behaviour (every candidate scored on the whole selection split, nothing cached,
-every stage sequential).
+Reference arm: gate_mode=strict use_cache=false speculative_rollouts=false check_evidence=false,
+the published SkillOpt's behaviour (every candidate scored on the whole selection split, nothing
+cached, no rule checked against the data before the gate, every stage sequential).
 
 Counting rule, the same in every arm (and every bench in bench/): target calls are the model
 calls a run actually made (cache hits are not calls), except that a test evaluation of a skill
@@ -47,7 +47,7 @@ from benchkit import finish, interval  # noqa: E402  (bench/ is the script's fol
 
 TASK = "sim-rulebook"
 OPTIMIZERS = {"oracle": "sim/optimizer", "non-oracle": "sim/learner"}
-REFERENCE = ("gate_mode=strict", "use_cache=false", "speculative_rollouts=false")
+REFERENCE = ("gate_mode=strict", "use_cache=false", "speculative_rollouts=false", "check_evidence=false")
 # Fixed before any tuning run. Why each knob: the paired gate stops as soon as the candidate
 # cannot win (the same decision as scoring every item); a selection sample makes each check
 # cheaper; failure_only skips the successes' minibatches; the cache never scores a skill twice on
@@ -95,9 +95,9 @@ def measure(db: Path, overrides: tuple[str, ...], seed: int) -> dict:
 def repeated_tests(reader, run_id: str) -> tuple[int, int]:
     """(calls, tokens) of test evaluations of a skill text the run had already tested.
 
-    The trainer tests seed, best and final one after another, so the test-stage target calls,
-    in id order, are the seed's, then the best's, then the final's; each evaluation's count is its
-    rollouts made without a cache hit."""
+    The trainer tests seed, best, final and no skill one after another, so the test-stage target
+    calls, in id order, are the seed's, then the best's, the final's and the no-skill score's;
+    each evaluation's count is its rollouts made without a cache hit."""
     tested = {r["which"]: r["skill_sha"] for r in reader.q("SELECT which, skill_sha FROM tests WHERE run_id = ?",
                                                            (run_id,))}
     made = {r["purpose"]: r["n"] for r in reader.q(
@@ -107,7 +107,7 @@ def repeated_tests(reader, run_id: str) -> tuple[int, int]:
         "SELECT prompt_tokens + completion_tokens AS t FROM llm_calls WHERE run_id = ? AND role = 'target' "
         "AND stage = 'test' AND cached = 0 ORDER BY id", (run_id,))]
     seen, start, calls, repeat_tokens = set(), 0, 0, 0
-    for which in ("seed", "best", "final"):
+    for which in ("seed", "best", "final", "none"):
         n = made.get(f"test_{which}", 0)
         if tested.get(which) in seen:
             calls += n

@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
-BENCHES = ("calls", "overhead", "dashboard", "local_model", "faults")
+BENCHES = ("calls", "overhead", "dashboard", "local_model", "faults", "learning", "real_model", "sweep")
 LABELS = {"oracle": "oracle optimizer (`sim/optimizer`, reads the hidden rules)",
           "non-oracle": "non-oracle optimizer (`sim/learner`, learns from the cases{noise})"}
 NOT_MEASURED = "not measured"
@@ -121,7 +121,11 @@ def overhead_row(results: dict) -> str:
     f = result["figures"]
     figures = (f"**{f['step_overhead_median_ms']:.1f} ms/step** (median of {f['repeats']} runs; min "
                f"{f['step_overhead_min_ms']:.1f}, CPU {f['step_cpu_ms']:.1f}; batch 40, zero-latency simulated models, "
-               f"{f['cpus']} CPUs); LLM layer {f['call_overhead_ms']:.3f} ms/call direct, "
+               f"{f['cpus']} CPUs)"
+               + (f"; {f['step_overhead_commit_each_write_median_ms']:.1f} ms/step in the same run with each call "
+                  f"row and cache entry committed on its own (unbuffered)"
+                  if "step_overhead_commit_each_write_median_ms" in f else "")
+               + f"; LLM layer {f['call_overhead_ms']:.3f} ms/call direct, "
                f"{f['call_overhead_store_ms']:.2f} ms with its accounting row, {f['call_overhead_litellm_ms']:.2f} ms "
                f"through `litellm.completion`")
     return (f"| engine overhead | {command(result, 'python bench/overhead.py')} | {figures} | "
@@ -141,6 +145,45 @@ def dashboard_row(results: dict) -> str:
             f"{verdict(f['met'], slow)} | {when(result)} |")
 
 
+def browser_row(results: dict) -> str:
+    """The dashboard in headless chromium: bench/dashboard.py's browser figures."""
+    result = results.get("dashboard")
+    f = result["figures"] if result else {}
+    target = "every page < 2 s first render, < 1 s rerender"
+    if "browser_first_s" not in f:
+        return f"| dashboard in a browser | `python bench/dashboard.py` | {NOT_MEASURED} | {target} | — |"
+    first, again = f["browser_first_s"], f["browser_rerender_s"]
+    pages = ", ".join(f"{page} {first[page]:.1f} / {again[page]:.1f} s" for page in first)
+    slow = [page for page in first if first[page] >= f["browser_first_target_s"]
+            or again[page] >= f["browser_rerender_target_s"]]
+    return (f"| dashboard in a browser | {command(result, 'python bench/dashboard.py')} | headless chromium, same "
+            f"{f['rollout_rows']:,}-row store; until the status widget is gone and nothing changes for 500 ms "
+            f"(first render on a server that served no page yet, in a fresh context / rerender in that context): "
+            f"{pages} | {target}: {verdict(f['browser_met'], 'over: ' + ', '.join(slow))} | {when(result)} |")
+
+
+def real_model_row(results: dict) -> str:
+    """Real training with the embedded model: bench/real_model.py (a full run only)."""
+    result = results.get("real_model")
+    f = result["figures"] if result else {}
+    target = "≤ 0.6× target calls and ≤ 0.5× wall time at an equal or better test score"
+    name = "real training, embedded model (one seed: a real run takes ~20+ minutes, the reference arm about 3×)"
+    if f.get("mode") != "full":
+        return f"| {name} | `python bench/real_model.py` | {NOT_MEASURED} | {target} | — |"
+    ref, new, r = f["arms"]["reference"], f["arms"]["defaults"], f["ratio"]
+    why = [w for w, bad in (("calls above 0.6×", (r["target_calls"] or 9) > 0.6), ("wall time above 0.5×",
+                            (r["wall_s"] or 9) > 0.5), ("test score lower", f["test_diff"] < 0)) if bad]
+    figures = (f"{f['task']}, `{f['target']}` as target and optimizer, 2 epochs × batch 20, seed {f['seed']} (one "
+               f"measurement, no interval). Reference (strict gate, no cache) "
+               f"{ref['target_calls']} target + {ref['optimizer_calls']} optimizer calls, {ref['tokens']:,} tokens, "
+               f"{ref['wall_s'] / 60:.1f} min, test {ref['test']['best']:.3f} → defaults {new['target_calls']} + "
+               f"{new['optimizer_calls']} calls, {new['tokens']:,} tokens, {new['wall_s'] / 60:.1f} min, test "
+               f"{new['test']['best']:.3f}: **{r['target_calls']:.2f}× target calls**, **{r['wall_s']:.2f}× wall "
+               f"time**, {r['tokens']:.2f}× tokens")
+    return (f"| {name} | {command(result, 'python bench/real_model.py')} | {figures} | {target}: "
+            f"{verdict(f['met'], ', '.join(why))} | {when(result)} |")
+
+
 def local_model_row(results: dict) -> str:
     result = results.get("local_model")
     if not result:
@@ -150,6 +193,30 @@ def local_model_row(results: dict) -> str:
             f"({f['skill_tokens']} tokens), {f['items']} items: {f['uncached_per_min']:.1f} → "
             f"{f['cached_per_min']:.1f} rollouts/min with KV prefix reuse (**{f['speedup']:.1f}×**) | "
             f"≥ 3×: {verdict(f['met'])} | {when(result)} |")
+
+
+def sweep_row(results: dict) -> str:
+    """Sweep wall time, 1 vs 4 local workers vs 4 Ray workers: bench/sweep.py (a full run only)."""
+    result = results.get("sweep")
+    f = result["figures"] if result else {}
+    if f.get("mode") != "full":
+        return f"| sweep | `python bench/sweep.py` | {NOT_MEASURED} | ≥ 2.5× faster with 4 workers | — |"
+    arms, speedup, target = f["arms"], f["speedup"], f["speedup_target"]
+    label = {"local, 1 worker": "1 local worker", "local, 4 workers": "4 local workers",
+             "ray, 4 workers": "4 Ray workers"}
+    walls = " · ".join(f"{label.get(name, name)} {arm['wall_s']:.0f} s" for name, arm in arms.items())
+    ratios = " · ".join(f"{label.get(name, name)} **{speedup[name]:.2f}×**" for name in arms
+                        if name != "local, 1 worker")
+    calls = "the same calls in every arm" if f["same_calls_in_every_arm"] else \
+        "calls per arm " + ", ".join(str(arm["calls"]) for arm in arms.values())
+    slow = [name for name in arms if name != "local, 1 worker" and speedup[name] < target]
+    g = f["grid"]
+    figures = (f"sim-rulebook, learning_rate {g['learning_rate']} × lr_scheduler {g['lr_scheduler']} × "
+               f"{g['seeds']} seeds = {f['trials']} trials, simulated models waiting like remote APIs; wall time "
+               f"(start-up included; starting and stopping Ray alone {f['ray_start_stop_s']:.0f} s): {walls}; "
+               f"speed-up over 1 worker: {ratios}; {calls}; {f['cpus']} CPUs")
+    return (f"| sweep | {command(result, 'python bench/sweep.py')} | {figures} | ≥ {target:g}× faster with 4 "
+            f"workers: {verdict(f['met'], ', '.join(slow))} | {when(result)} |")
 
 
 def faults_text(results: dict) -> str:
@@ -177,8 +244,8 @@ HEAD = "| bench | command | figures | target | measured |\n|---|---|---|---|---|
 
 def performance(results: dict) -> str:
     """README.md's Performance table."""
-    return "\n".join([HEAD, *calls_rows(results), overhead_row(results), dashboard_row(results),
-                      local_model_row(results)])
+    return "\n".join([HEAD, *calls_rows(results), real_model_row(results), overhead_row(results),
+                      dashboard_row(results), browser_row(results), local_model_row(results), sweep_row(results)])
 
 
 def reliability(results: dict) -> str:
@@ -227,8 +294,9 @@ def calls_details(results: dict) -> list[str]:
 
 def bench_figures(results: dict) -> str:
     """bench/README.md's figures: the README's rows plus the details behind them."""
-    out = [HEAD, *calls_rows(results), overhead_row(results), dashboard_row(results), local_model_row(results),
-           faults_row(results), "", *calls_details(results)]
+    out = [HEAD, *calls_rows(results), real_model_row(results), overhead_row(results), dashboard_row(results),
+           browser_row(results), local_model_row(results), sweep_row(results), faults_row(results), "",
+           *calls_details(results)]
     overhead = results.get("overhead")
     if overhead:
         hot = ", ".join(f"{owner} {pct:.0f}%" for owner, pct in list(overhead["figures"]["profile_pct"].items())[:5])
@@ -236,7 +304,52 @@ def bench_figures(results: dict) -> str:
     return "\n".join(out)
 
 
-BLOCKS = {"README.md": {"performance": performance, "reliability": reliability},
+LEARNING_FULL = "2 epochs × batch 20, embedded model as target and optimizer"
+LEARNING_QUICK = ("`--quick`: 1 epoch, batch 8, 12 selection and 20 test items, at most 2 steps; a smoke test, "
+                  "no evidence for or against the targets")
+
+
+def _pts(value: float) -> str:
+    return f"{value * 100:+.1f}"
+
+
+def learning_cells(task: str, row: dict) -> str:
+    """One task's row of the learning table (bench/learning.py's figures)."""
+    if row.get("status") == "error":
+        return f"| {task} | {row['type']} | error: {row['reason']} |" + " — |" * 11 + " **missed** |"
+    s, lift, e = row["test"], row["lift"], row["edits"]
+    score = {w: "n/a" if s.get(w) is None else f"{s[w]:.3f}" for w in ("none", "seed", "best", "final")}
+    lift_cell = (f"{_pts(lift['lift'])} pts over {lift['baseline']} ({_pts(lift['ci_low'])} to {_pts(lift['ci_high'])})"
+                 if lift else "n/a")
+    st, r, c = row["steps"], row["optimizer_replies"], row["calls"]
+    dropped = ", ".join(f"{reason} {n}" for reason, n in e["not_applied"].items()) or "none"
+    missed = [name.replace("_", " ") for name, t in row["targets"].items() if not t["met"]]
+    verdict = f"**missed**: {', '.join(missed)}" if missed else "all met"
+    return (f"| {task} | {row['type']} | {score['none']} | {score['seed']} | {score['best']} | {score['final']} | "
+            f"{lift_cell} | {st['accepted']} / {st['rejected']} / {st['skipped']} | {r['usable']} / {r['all']} | "
+            f"{e['applied']} / {e['proposed']} | {dropped} | {e['contradicted_accepted']} | {c['target']} / "
+            f"{c['optimizer']} | {row['wall_s']:.0f} s | {verdict} |")
+
+
+def learning(results: dict) -> str:
+    """README.md's learning table: the full run, or "not measured" and a quick run labelled quick."""
+    result = results.get("learning")
+    fig = result["figures"] if result else {}
+    full = fig.get("mode") == "full"
+    out = [] if full else [f"Full run (`python bench/learning.py`, {LEARNING_FULL}): {NOT_MEASURED}."]
+    if not fig:
+        return "\n".join(out)
+    label = f"Full run ({LEARNING_FULL})" if full else f"Quick run ({LEARNING_QUICK})"
+    out += ([""] if out else []) + [f"{label}: {command(result, 'python bench/learning.py')}, {when(result)}.", "",
+            "| task | type | no skill | seed | best | final | lift (95% CI) | steps accepted / rejected / skipped | "
+            "usable optimizer replies | edits applied / proposed | not applied, by reason | accepted contradicted "
+            "edits | calls target / optimizer | wall time | targets |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    out += [learning_cells(task, row) for task, row in fig["tasks"].items()]
+    return "\n".join(out)
+
+
+BLOCKS = {"README.md": {"performance": performance, "reliability": reliability, "learning": learning},
           "bench/README.md": {"figures": bench_figures}}
 
 

@@ -21,6 +21,7 @@ from skillopt.config import field_help  # noqa: E402
 from skillopt.errors import UserError  # noqa: E402
 from skillopt.tasks.loader import BUILTIN_DIR, list_tasks, load_task  # noqa: E402
 from skillopt.ui import forms  # noqa: E402
+from skillopt.ui import uploads  # noqa: E402
 from skillopt.ui.common import db, show_markdown, show_text  # noqa: E402
 
 OK_MARK, FAIL_MARK = ":green[:material/check_circle:]", ":red[:material/cancel:]"
@@ -48,20 +49,20 @@ if source == "Upload JSONL / CSV":
                               help="At most 20 MB. Each row becomes one item; you map columns to fields below.")
     if upload is not None:
         try:
-            csv_bytes, columns = forms.upload_table(upload.name, upload.getvalue())
+            csv_bytes, columns = uploads.upload_table(upload.name, upload.getvalue())
         except UserError as exc:
             st.error(str(exc))
             st.stop()
         c1, c2, c3 = st.columns(3)
         answer = c1.selectbox("Answer column (expected output)", columns, index=len(columns) - 1)
         id_choice = c2.selectbox("Id column", ["(row number)", *columns])
-        evaluator = c3.selectbox("Evaluator", forms.EVALUATORS,
+        evaluator = c3.selectbox("Evaluator", uploads.EVALUATORS,
                                  help="How an answer is scored: normalized ignores case, spacing and punctuation; "
                                       "choice treats the distinct answers as labels.")
         inputs = st.multiselect("Input columns (what the model sees)",
                                 [c for c in columns if c not in (answer, id_choice)],
-                                default=forms.default_inputs(columns, answer, id_choice))
-        mapping = forms.mapping_for(inputs)
+                                default=uploads.default_inputs(columns, answer, id_choice))
+        mapping = uploads.mapping_for(inputs)
         id_column = None if id_choice == "(row number)" else id_choice
         rows, problems = csvimport.preview_csv(csv_bytes, mapping, answer_column=answer, id_column=id_column,
                                                source=upload.name)
@@ -74,9 +75,16 @@ if source == "Upload JSONL / CSV":
             n1, n2 = st.columns(2)
             name = n1.text_input("Task name", value=Path(upload.name).stem)
             ratio = n2.text_input("Split ratio train:selection:test", value="2:1:7")
-            if st.button("Import task", icon=":material/download:"):
+            # Each problem beside its field, as it is typed; the import waits until both are fine.
+            name_problem, ratio_problem = forms.problem_of(uploads.task_name, name), forms.problem_of(uploads.split_ratio,
+                                                                                                     ratio)
+            if name_problem:
+                n1.error(name_problem)
+            if ratio_problem:
+                n2.error(ratio_problem)
+            if st.button("Import task", icon=":material/download:", disabled=bool(name_problem or ratio_problem)):
                 try:
-                    folder = forms.import_upload(csv_bytes, upload.name, name, ratio, mapping=mapping,
+                    folder = uploads.import_upload(csv_bytes, upload.name, name, ratio, mapping=mapping,
                                                  answer_column=answer, id_column=id_column, evaluator=evaluator)
                 except UserError as exc:
                     st.error(str(exc))
@@ -87,20 +95,20 @@ if source == "Upload JSONL / CSV":
         task_ref = st.session_state["imported"]
         st.success(f"Imported into {task_ref}; it is also listed under built-in or imported tasks.")
 else:
-    infos = task_infos(str(forms.uploads_dir()))
+    infos = task_infos(str(uploads.uploads_dir()))
     if not infos:
         st.error(f"No tasks found in {BUILTIN_DIR}.")
         st.stop()
     names = [i.name for i in infos]
     by_name = {i.name: i for i in infos}
-    info = by_name[st.selectbox("Task", names, index=forms.default_task_index(names), key="task",
+    info = by_name[st.selectbox("Task", names, index=uploads.default_task_index(names), key="task",
                                 format_func=lambda n: f"{n} — {by_name[n].description}" if not by_name[n].problem
                                 else f"{n} — BROKEN")]
     if info.problem:
         st.error(info.problem)
     else:
         st.caption(" · ".join(f"{n} {split}" for split, n in info.sizes.items()) + f" · {info.path}")
-        task_ref = forms.task_ref(info)
+        task_ref = uploads.task_ref(info)
 
 task = None
 if task_ref:
@@ -108,6 +116,7 @@ if task_ref:
         task = loaded(task_ref)
     except UserError as exc:
         st.error(str(exc))
+task_note = st.empty()  # the preflight's verdict on the task, beside it
 
 # ---- 2. seed skill ---------------------------------------------------------------------
 st.header("2 · Seed skill", divider=True, anchor=False)
@@ -119,6 +128,7 @@ with preview_tab:
     show_markdown(seed_skill)
 if task is not None and seed_skill != seed_default:
     st.caption("Edited: the run starts from your version (the task's own seed skill is unchanged).")
+seed_note = st.empty()  # the preflight's verdict on the seed skill, beside it
 
 # ---- 3. models -------------------------------------------------------------------------
 st.header("3 · Models", divider=True, anchor=False)
@@ -151,7 +161,16 @@ st.header("4 · Settings", divider=True, anchor=False)
 helps = field_help()
 
 
+slots: dict = {}  # knob -> the place right under its widget, where its problem is shown
+
+
 def knob(name: str):
+    value = _widget(name)
+    slots[name] = st.empty()
+    return value
+
+
+def _widget(name: str):
     default = forms.default(name)
     text = f"{helps.get(name, '')} (default: {default!r})"
     key, label = f"knob-{name}", name
@@ -181,7 +200,9 @@ for group, names in forms.KNOB_GROUPS.items():
     if group in prominent:
         continue
     shown = [n for n in names if n not in forms.PRESET_FIELDS]
-    with st.expander(f"{group} ({len(shown)})"):
+    # The group holding the setting with a problem opens (a new label: an expander keeps its state).
+    flagged = forms.group_of(st.session_state.get("problem_field")) == group
+    with st.expander(f"{group} ({len(shown)})" + (" · has a problem" if flagged else ""), expanded=flagged):
         cols = st.columns(2)
         for k, name in enumerate(shown):
             with cols[k % 2]:
@@ -191,11 +212,33 @@ run_name = st.text_input("Run name (optional)")
 
 # ---- 5. estimate, preflight, launch ----------------------------------------------------
 st.header("5 · Check and launch", divider=True, anchor=False)
+
+
+def show_problem(message: str | None) -> None:
+    """A config problem beside the setting it names (its group opened); a problem that names
+    no setting here."""
+    field = forms.field_of(message) if message else None
+    if st.session_state.get("problem_field") != field:
+        st.session_state["problem_field"] = field
+        st.rerun()  # once: the group holding the setting is drawn open
+    if message is None:
+        return
+    if field in slots:
+        slots[field].error(message)
+        st.error(f"A setting has a problem: **{field}** ({forms.group_of(field)}), marked above.")
+    elif field in forms.PRESET_FIELDS:
+        models_note.error(message)
+    else:
+        st.error(message)
+
+
 config = None
 try:
     config = forms.build_config(values)
 except UserError as exc:
-    st.error(str(exc))
+    show_problem(str(exc))
+if config is not None:
+    show_problem(None)
 if config is not None and task is not None:
     models_refused = forms.models_problem(task, config)
     if models_refused:
@@ -222,7 +265,21 @@ def show_checks(checks: list) -> bool:
     for c in checks:
         st.markdown(f"{OK_MARK if c.ok else FAIL_MARK} **{c.name}**")
         st.text(f"    {c.detail}")
+        if not c.ok:
+            mark_beside(c)
     return all(c.ok for c in checks)
+
+
+def mark_beside(c) -> None:
+    """A failed check also where its field is: the task, the seed skill, the models, a setting."""
+    if c.name == "task":
+        task_note.error(c.detail, icon=":material/block:")
+    elif c.name == "seed skill":
+        seed_note.error(c.detail, icon=":material/block:")
+    elif c.name.endswith(" model") or c.name.startswith("key variable") or c.name == "models for this task":
+        models_note.error(c.detail, icon=":material/block:")
+    elif forms.field_of(c.detail) in slots:
+        slots[forms.field_of(c.detail)].error(c.detail, icon=":material/block:")
 
 
 p_col, l_col = st.columns(2)
@@ -235,7 +292,7 @@ if st.session_state.get("preflight") is not None:
 if l_col.button("Launch run", icon=":material/rocket_launch:", type="primary", disabled=task_ref is None):
     checks = forms.preflight(task_ref or "", values, seed_arg)
     if not all(c.ok for c in checks):
-        st.error("Preflight failed; fix the problems below before launching.")
+        st.error("Preflight failed: each problem is marked beside its field above, and listed below.")
         show_checks(checks)
     else:
         st.session_state["launched"] = launcher.launch(task_ref, forms.overrides(values), db=db(),

@@ -1,9 +1,12 @@
-"""Monitor: where a run is (stage, epoch, step, ETA), how it learns (curves, edit budget),
-what it costs (calls, tokens, cost per stage), and Stop / Resume / Export.
+"""Monitor: the run's result on the test split and how long it took, where it is (stage,
+epoch, step, ETA), how it learns (curves, edit budget), what it costs (calls, tokens, cost
+per stage), and Stop / Resume / Export.
 
-Only the progress part refreshes, every 2 s, and only while the run is live.
+Only the progress part refreshes, every 2 s, while the run is live or being resumed.
 """
 from __future__ import annotations
+
+import time
 
 import streamlit as st
 
@@ -12,6 +15,8 @@ from skillopt.ui.common import setup
 setup("Monitor", icon=":material/monitoring:")
 
 from skillopt import launcher  # noqa: E402
+
+from skillopt import process  # noqa: E402
 from skillopt.vocabulary import LIVE_STATUSES  # noqa: E402
 from skillopt.ui import monitor as mon  # noqa: E402
 from skillopt.ui.common import cached, db, pick_run, reader, show_text, simulated_banner  # noqa: E402
@@ -19,6 +24,8 @@ from skillopt.ui.common import cached, db, pick_run, reader, show_text, simulate
 REFRESH_S = 2
 STOP_GRACE_S = 15  # a step between two stage checks takes seconds; after this, SIGTERM
 FAULTS_SHOWN = 20  # the newest model calls with an error or a note
+STARTING_S = 120  # a trainer writes its run's row within seconds; a log this old without one means it exited
+RESUMING_S = 180  # how long a resumed trainer may take to report before the page stops waiting
 
 
 @st.fragment(run_every=REFRESH_S)
@@ -26,24 +33,25 @@ def starting(run_id: str) -> None:
     """A run that was just launched has no row until its process has loaded the task."""
     if cached("run", run_id) is not None:
         st.rerun()
-    st.info(f"Run {run_id} is starting… (this page follows it as soon as it appears)", icon=":material/hourglass_top:")
     log = launcher.read_log(db(), run_id)
-    if log:
-        st.caption("Trainer log")
-        show_text(log[-4000:], language="text")
+    age = time.time() - launcher.log_path(db(), run_id).stat().st_mtime
+    if age > STARTING_S:
+        st.error(f"Run {run_id} never appeared in the store: its trainer stopped before creating it. "
+                 "Its log says why.", icon=":material/error:")
     else:
-        st.caption("No log yet. If nothing appears, the run id in the address is unknown: pick a run below.")
+        st.info(f"Run {run_id} is starting… (this page follows it as soon as it appears)",
+                icon=":material/hourglass_top:")
+    st.caption("Trainer log")
+    show_text(log[-4000:] or "(empty so far)", language="text")
 
 
 wanted = st.query_params.get("run")
-known = {r["id"] for r in cached("runs") or []}
-if wanted and wanted not in known and cached("run", wanted) is None:
-    starting(wanted)
-    if not known:
-        st.stop()
-    if not st.button("Show another run instead"):
+if wanted and cached("run", wanted) is None and launcher.log_path(db(), wanted).exists():
+    starting(wanted)  # launched, not yet written: an unknown id without a log is pick_run's to report
+    if not (cached("runs") or []) or not st.button("Show another run instead"):
         st.stop()
     del st.query_params["run"]
+    st.session_state.pop("skillopt_run", None)
     st.rerun()
 
 picked = pick_run()
@@ -55,6 +63,7 @@ if run is None:
     st.stop()
 status = mon.effective_status(run)
 live = status in LIVE_STATUSES
+resuming = (st.session_state.get("resuming") or {}).get("run") == run_id and not live
 
 st.title(run["name"] or run_id, anchor=False)
 config = run["config"]
@@ -62,36 +71,55 @@ st.caption(f"task **{run['task']}** · target `{config.get('target_model')}` · 
            f"`{config.get('optimizer_model')}` · run id `{run_id}`")
 simulated_banner(run)
 
-# ---- controls -------------------------------------------------------------------------
-c1, c2, c3 = st.columns([1, 1, 4])
-if live and status != "stopping":
-    if c1.button("Stop", icon=":material/stop:", type="primary", help="Ask the trainer to stop after the current stage "
-                 f"(it can be resumed); SIGTERM after {STOP_GRACE_S}s without reaction."):
-        with st.spinner("Stopping…"):
-            launcher.stop(run_id, db=db(), grace_s=STOP_GRACE_S)
-        st.cache_data.clear()
-        st.rerun()
-if mon.can_resume(run):
-    if c2.button("Resume", icon=":material/play_arrow:", type="primary",
-                 help="Continue from the last completed step (cached answers are not paid again)."):
-        launcher.resume(run_id, db=db())
-        st.session_state["resumed"] = run_id
-        st.cache_data.clear()
-        st.rerun()
-if st.session_state.get("resumed") == run_id and not live:
-    st.info("Resuming: the trainer process is starting…", icon=":material/hourglass_top:")
 
-with c3.popover("Export", icon=":material/archive:"):
-    for file_name, (mime, produce) in mon.export_files(reader(), run_id).items():
-        st.download_button(file_name, data=produce, file_name=f"{run_id}-{file_name}", mime=mime)
+def headline() -> None:
+    """The run's story first: its test result (no skill / seed -> best, the lift and its
+    interval) and how long it took."""
+    r = cached("run", run_id) or run
+    head, detail = mon.test_headline(r, cached("tests", run_id) or {}, cached("lift", run_id))
+    with st.container(border=True):
+        st.markdown(head)
+        st.caption(detail)
+
+
+st.fragment(run_every=REFRESH_S if live or resuming else None)(headline)()
+
+
+# ---- controls -------------------------------------------------------------------------
+def controls() -> None:
+    c1, c2, c3 = st.columns([1, 1, 4])
+    if live and status != "stopping":
+        if c1.button("Stop", icon=":material/stop:", type="primary",
+                     help="Ask the trainer to stop after the current stage (it can be resumed); SIGTERM after "
+                          f"{STOP_GRACE_S}s without reaction, only to the process that started this run."):
+            with st.spinner("Stopping…"):
+                st.session_state["stop_outcome"] = (run_id, launcher.stop(run_id, db=db(), grace_s=STOP_GRACE_S))
+            st.cache_data.clear()
+            st.rerun()
+    if mon.can_resume(run) and not resuming:
+        if c1.button("Resume", icon=":material/play_arrow:", type="primary",
+                     help="Continue from the last completed step (cached answers are not paid again)."):
+            proc = launcher.resume(run_id, db=db())
+            st.session_state["resuming"] = {"run": run_id, "pid": proc.pid, "at": time.time()}
+            st.cache_data.clear()
+            st.rerun()
+    with c3.popover("Export", icon=":material/archive:"):
+        for file_name, (mime, produce) in mon.export_files(reader(), run_id).items():
+            st.download_button(file_name, data=produce, file_name=f"{run_id}-{file_name}", mime=mime)
+    outcome = st.session_state.get("stop_outcome")
+    if outcome and outcome[0] == run_id:
+        st.caption(f"Stop: {outcome[1]}")
+
+
+controls()
 
 
 # ---- live progress ---------------------------------------------------------------------
 def status_lines(r: dict, now_status: str) -> None:
     left, right = st.columns([3, 2])
     left.markdown(f"**Status:** `{now_status}`" + (f" — {r['reason']}" if r["reason"] and not live else ""))
-    left.markdown(mon.stage_strip(r["stage"]))
-    if r["stage_detail"] and r["stage"] != "done":
+    left.markdown(mon.stage_strip(r["stage"], now_status))
+    if r["stage_detail"] and r["stage"] != "done" and now_status in LIVE_STATUSES:
         left.text(f"{mon.stage_label(r['stage'])}: {r['stage_detail']}")
     if now_status == "waiting_approval":
         right.page_link("pages/6_Approvals.py", label="Edits wait for your approval: open Approvals",
@@ -101,23 +129,40 @@ def status_lines(r: dict, now_status: str) -> None:
                       "the last completed step.")
 
 
+def resume_note(r: dict, now_status: str) -> None:
+    """While a resumed trainer starts (importing its libraries takes seconds), say so; once
+    it reports, redraw the whole page: its controls follow the live run."""
+    info = st.session_state.get("resuming") or {}
+    if info.get("run") != run_id:
+        return
+    if now_status in LIVE_STATUSES:
+        st.session_state.pop("resuming", None)
+        st.rerun()
+    if process.process_alive(info["pid"]) and time.time() - info["at"] < RESUMING_S:
+        st.info(f"Resuming: the trainer process (pid {info['pid']}) is starting…", icon=":material/hourglass_top:")
+        return
+    st.session_state.pop("resuming", None)
+    st.error("The resumed trainer exited without continuing the run; its log says why.")
+    show_text(launcher.read_log(db(), run_id)[-4000:], language="text")
+
+
 def metrics(r: dict, steps: list, seed: float | None, usage: dict) -> None:
     total = r["total_steps"] or 0
-    m = st.columns(6)
+    m = st.columns(3) + st.columns(3)  # two rows: labels stay whole on a 1024 px screen
     m[0].metric("Epoch", f"{r['epoch'] or 0} / {r['config'].get('num_epochs', '?')}")
     m[1].metric("Step", f"{r['step'] or 0} / {total}")
-    current = r["current_score"]
-    m[2].metric("Selection (current)", "—" if current is None else f"{current:.3f}",
-                None if current is None or seed is None else f"{current - seed:+.3f} vs seed")
-    m[3].metric("Best selection", "—" if r["best_score"] is None else f"{r['best_score']:.3f}",
-                f"step {r['best_step'] or 0}", delta_color="off")
-    m[4].metric("ETA", mon.human_duration(mon.eta_seconds(steps, total)) if live else "—",
+    m[2].metric("ETA", mon.human_duration(mon.eta_seconds(steps, total)) if live else "—",
                 help="mean step duration × steps left (slow updates and the test add a little)")
+    current = r["current_score"]
+    m[3].metric("Selection (current)", "—" if current is None else f"{current:.3f}",
+                None if current is None or seed is None else f"{current - seed:+.3f} vs seed")
+    m[4].metric("Best selection", "—" if r["best_score"] is None else f"{r['best_score']:.3f}",
+                f"step {r['best_step'] or 0}", delta_color="off")
     m[5].metric("Model calls", f"{mon.total_calls(usage):,}", f"${usage.get('cost_usd', 0):.4f}", delta_color="off",
                 help="real (uncached) calls of all roles; cost from litellm's cost map (local/simulated: $0)")
 
 
-def charts(r: dict, steps: list, seed: float | None, usage: dict) -> None:
+def charts(r: dict, steps: list, seed: float | None) -> None:
     total = r["total_steps"] or 0
     tests = cached("tests", run_id) or {}
     st.plotly_chart(mon.step_curves(steps, seed, tests, total), key="curves")
@@ -132,10 +177,10 @@ def charts(r: dict, steps: list, seed: float | None, usage: dict) -> None:
         st.dataframe(mon.usage_frame(cached("usage_by_stage", run_id) or []), hide_index=True, width="stretch",
                      column_config={"cost $": st.column_config.NumberColumn(format="$%.4f"),
                                     "model time s": st.column_config.NumberColumn(format="%.1f")})
-        st.caption(mon.tokens_caption(usage))
+        st.caption(mon.tokens_caption(cached("usage", run_id) or {}))
 
 
-def activity(usage: dict) -> None:
+def activity(r: dict, usage: dict) -> None:
     e, x = st.columns(2)
     with e:
         st.markdown("**Recent events**")
@@ -146,12 +191,15 @@ def activity(usage: dict) -> None:
         if faults:
             st.caption(f"The newest {len(faults)}. error: the call failed; note: the call answered after "
                        "faults (retried, truncated, repaired, parts dropped).")
+            if r.get("simulated"):
+                st.caption("The simulated models inject faults on purpose (malformed replies, retries) to show "
+                           "how the engine copes; the **cause** column says so.")
             st.dataframe(mon.faults_table(faults), hide_index=True, width="stretch")
         else:
             st.caption("None.")
 
 
-@st.fragment(run_every=REFRESH_S if live else None)
+@st.fragment(run_every=REFRESH_S if live or resuming else None)
 def progress() -> None:
     r = cached("run", run_id)
     if r is None:  # deleted while the page was open
@@ -160,12 +208,13 @@ def progress() -> None:
     now_status = mon.effective_status(r)
     if live and now_status not in LIVE_STATUSES:
         st.rerun()  # the run ended: redraw the whole page once, without the timer and with Resume
+    resume_note(r, now_status)
     steps = cached("steps", run_id) or []
     seed, usage = cached("seed_score", run_id), cached("usage", run_id) or {}
     status_lines(r, now_status)
     metrics(r, steps, seed, usage)
-    charts(r, steps, seed, usage)
-    activity(usage)
+    charts(r, steps, seed)
+    activity(r, usage)
 
 
 progress()

@@ -44,7 +44,7 @@ def timeline() -> None:
         st.dataframe(evo.versions_frame(fresh), hide_index=True, width="stretch")
 
 
-def edit_card(e: dict) -> None:
+def edit_card(e: dict, approval: dict | None, step_row: dict | None) -> None:
     with st.container(border=True):
         st.markdown(evo.edit_badges(e))
         if e["section"]:
@@ -53,7 +53,13 @@ def edit_card(e: dict) -> None:
         if e["target"]:
             st.caption("target")
             show_text(e["target"])
-        if e["content"]:
+        edited = evo.provenance(approval)
+        if edited is not None:  # a person rewrote it: their text is what was applied, the proposal stays visible
+            st.caption("content, as a person rewrote it during approval (this text was applied)")
+            show_text(edited[1])
+            st.caption("content as the optimizer proposed it")
+            show_text(edited[0])
+        elif e["content"]:
             st.caption("content")
             show_text(e["content"])
         if e["rationale"]:
@@ -63,6 +69,11 @@ def edit_card(e: dict) -> None:
         if note:  # why it was dropped, or why it got its fate or patch status
             st.caption(f"why dropped ({reason})" if reason else "note")
             st.text(note)
+        for label, text in evo.evidence(e):
+            st.caption(label)
+            st.text(text)
+        if e["gate"]:
+            st.caption(f"effect at the gate: {evo.edit_effect(e, step_row)}")
 
 
 st.subheader("Version timeline")
@@ -98,20 +109,30 @@ with tab_edits:
         chosen = st.select_slider("Step", options=step_nos, value=(with_edits or step_nos)[-1], key="edit_step")
         st.caption(evo.step_caption(by_step[chosen]))
         edits = cached("edits", run_id, chosen) or []
+        by_edit = evo.approvals_by_edit(cached("approvals", run_id, chosen) or [], edits)
         keep = st.multiselect("Pipeline fate", evo.FATE_FILTER, default=evo.FATE_FILTER, key="edit_fates")
         if not edits:
             st.info("No edit was proposed at this step.")
         for e in edits:
             if e["fate"] in keep:
-                edit_card(e)
+                edit_card(e, by_edit.get((chosen, e["idx"])), by_step[chosen])
 
 with tab_blame:
     best_text = cached("best_skill", run_id) or ""
-    deltas = evo.score_deltas(cached("steps", run_id) or [], cached("slow_updates", run_id) or [])
-    lines = evo.blame_best(versions, best_step, best_text, version_text, cached("applied_edits", run_id) or [], deltas)
+    all_steps = cached("steps", run_id) or []
+    deltas = evo.score_deltas(all_steps, cached("slow_updates", run_id) or [])
+    applied = [e for e in cached("edits", run_id) or [] if e["status"] == "applied" and e["approval"] != "rejected"]
+    lines = evo.blame_best(versions, best_step, best_text, version_text, applied, deltas)
+    edited = frozenset(k for k, a in evo.approvals_by_edit(cached("approvals", run_id) or [], applied).items()
+                       if a["status"] == "edited")
     st.caption(evo.blame_caption(lines, best_step))
-    st.dataframe(evo.blame_frame(lines), hide_index=True, width="stretch", height=min(800, 38 + 35 * len(lines)),
+    if evo.edited_caption(lines, edited):
+        st.caption(evo.edited_caption(lines, edited))
+    st.dataframe(evo.blame_frame(lines, applied, all_steps, edited), hide_index=True, width="stretch",
+                 height=min(800, 38 + 35 * len(lines)),
                  column_config={"text": st.column_config.TextColumn(width="large"),
-                                "Δ score of step": st.column_config.NumberColumn(format="%+.3f")})
+                                "effect": st.column_config.TextColumn(
+                                    help="what the gate measured of the edit that wrote the line; a step's "
+                                         "edits judged together are not attributed one by one")})
     st.download_button("Download the best skill", data=best_text, file_name=f"best_skill_{run_id}.md",
                        mime="text/markdown", key="dl_best")

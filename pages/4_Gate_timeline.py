@@ -5,6 +5,7 @@ setup("Gate timeline")
 
 import streamlit as st  # noqa: E402
 
+from skillopt.ui import evolution as evo  # noqa: E402
 from skillopt.ui import gate_timeline as gt  # noqa: E402
 from skillopt.ui.common import cached, is_live, pick_run, simulated_banner  # noqa: E402
 
@@ -55,9 +56,16 @@ else:
     edits = cached("edits", run_id, edit_step) or []
     if not edits:
         st.caption("No edit was proposed at this step.")
-    else:  # dropped edits too: each with its reason in "why"
-        st.dataframe(gt.edits_frame(edits), hide_index=True, width="stretch",
-                     column_config={"content": st.column_config.TextColumn(width="large")})
+    else:  # dropped edits too: each with its reason in "why"; an edit a person rewrote shows both texts
+        by_edit = evo.approvals_by_edit(cached("approvals", run_id, edit_step) or [], edits)
+        step_row = next((s for s in steps if s["step"] == edit_step), None)
+        st.dataframe(gt.edits_frame(edits, step_row, by_edit), hide_index=True, width="stretch",
+                     column_config={"content": st.column_config.TextColumn(width="large"),
+                                    "effect": st.column_config.TextColumn(
+                                        help="what the gate measured of this edit; the edits of a candidate are "
+                                             "judged together unless the engine attributed the result to one")})
+        st.caption("An edit's **effect** is measured alone only when it was its step's only edit or the engine "
+                   "attributed the gate's result to it; otherwise the table says it was not attributed.")
 
 st.subheader("Rejected-edit buffer")
 scope = config.get("rejected_buffer_scope", "epoch")

@@ -112,11 +112,14 @@ def cmd_resume(args) -> int:
 
 
 def cmd_stop(args) -> int:
+    from . import launcher
+
     store = _store(args)
     if store.run(args.run_id) is None:
         raise UserError(f"no run {args.run_id} in {store.path}")
-    store.request_stop(args.run_id)
-    print(f"stop requested for {args.run_id}")
+    # The dashboard's Stop: a cooperative request, then (--grace) SIGTERM only to a trainer
+    # whose host, pid and start time all match (launcher.signal_run).
+    print(f"{args.run_id}: {launcher.stop(args.run_id, db=store.path, grace_s=args.grace)}")
     return 0
 
 
@@ -177,6 +180,11 @@ def cmd_show(args) -> int:
               f"selection {s['selection_score'] or 0:.3f} candidate {s['candidate_score'] or 0:.3f} "
               f"{s['decision']} ({s['n_applied']}/{s['n_proposed']} edits applied)")
     print("test: " + ", ".join(_test_line(w, doc) for w in doc["test"]))
+    if doc["lift"]:
+        lift = doc["lift"]
+        print(f"lift: best {lift['best_score']:.3f} vs {lift['baseline']} {lift['baseline_score']:.3f}: "
+              f"{lift['lift']:+.3f} (95% interval {lift['ci_low']:+.3f} to {lift['ci_high']:+.3f}, "
+              f"{lift['n_items']} test items)")
     print(f"usage: {doc['usage']}")
     return 0
 
@@ -195,9 +203,48 @@ def cmd_export(args) -> int:
     from .store.export import export_run
     from .store.reader import Reader
 
-    for path in export_run(Reader(args.db), args.run_id, args.out):
+    if not (args.out or args.bundle or args.mlflow):
+        raise UserError("export needs --out DIR, --bundle FILE or --mlflow")
+    if args.mlflow:
+        _export_mlflow(args)
+    if args.bundle:  # the run's rows in one file, for `import` on another machine
+        from .sweep.bundle import export_bundle
+
+        print(export_bundle(Reader(args.db).conn, args.run_id, args.bundle))
+    for path in export_run(Reader(args.db), args.run_id, args.out) if args.out else ():
         print(path)
     return 0
+
+
+def _export_mlflow(args) -> None:
+    """Log the run to MLflow (or bring its MLflow run up to date) and register its best skill."""
+    from .integrations.mlflow_sink import export_mlflow
+
+    done = export_mlflow(_store(args), args.run_id, args.tracking_uri or "", args.experiment or "",
+                         args.prompt_name or "")
+    print(f"mlflow run {done['mlflow_run_id']} in experiment {done['experiment']!r}: "
+          f"{len(done['steps_logged'])} step(s) logged; prompt version {done['prompt_version'] or '-'}")
+
+
+def cmd_check(args) -> int:
+    from . import check
+
+    return check.command(args, _read_text, lambda: _store(args))
+
+
+def cmd_import(args) -> int:
+    from .sweep.bundle import import_bundle, read_file
+
+    run_id, left_out = import_bundle(_store(args), read_file(args.file), origin=args.file, replace=args.replace)
+    print(f"imported run {run_id}" + (f" (not in this store's schema, left out: {', '.join(left_out)})"
+                                      if left_out else ""))
+    return 0
+
+
+def cmd_sweep(args) -> int:
+    from .sweep import commands
+
+    return commands.run(args, progress=Progress)
 
 
 def cmd_approve(args) -> int:
@@ -220,6 +267,18 @@ def _read_text(path: str, what: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise UserError(f"{path}: {what} file is not UTF-8 text") from None
+
+
+def _add_bundle_and_sweep(add, export: argparse.ArgumentParser) -> None:
+    """`export --bundle`, `import` and `sweep` (its actions' arguments live in sweep/arguments.py)."""
+    from .sweep.arguments import add_arguments as add_sweep_arguments
+
+    export.add_argument("--out", help="folder for best_skill.md, steps.csv and run.json")
+    export.add_argument("--bundle", metavar="FILE", help="every row of the run in one file, for `import`")
+    sp = add("import", cmd_import, "import a run bundle written by `export --bundle`")
+    sp.add_argument("file")
+    sp.add_argument("--replace", action="store_true", help="overwrite a run with the same id")
+    add_sweep_arguments(add("sweep", cmd_sweep, "grid search over config keys: start, resume, stop, show, list"))
 
 
 def parser() -> argparse.ArgumentParser:
@@ -254,10 +313,28 @@ def parser() -> argparse.ArgumentParser:
         sp.add_argument("run_id")
         if name == "show":
             sp.add_argument("--json", action="store_true")
+        if name == "stop":
+            sp.add_argument("--grace", type=float, default=0.0, metavar="SECONDS",
+                            help="SIGTERM the trainer if it has not stopped after SECONDS (same host, pid and "
+                                 "process start time only)")
     add("runs", cmd_runs, "list runs")
-    sp = add("export", cmd_export, "write best_skill.md, steps.csv and run.json")
+    sp = add("export", cmd_export, "write best_skill.md, steps.csv and run.json (--out), or a bundle (--bundle)")
     sp.add_argument("run_id")
-    sp.add_argument("--out", required=True)
+    _add_bundle_and_sweep(add, sp)
+    sp.add_argument("--mlflow", action="store_true", help="log the run to MLflow and register its best skill")
+    sp.add_argument("--tracking-uri", help="MLflow tracking URI (default: the run's mlflow_tracking_uri)")
+    sp.add_argument("--experiment", help="MLflow experiment (default: the run's mlflow_experiment or skillopt/TASK)")
+    sp.add_argument("--prompt-name", help="Prompt Registry name (default: skillopt-TASK)")
+    sp = add("check", cmd_check, "regression check of a skill for CI: exit 1 if it regressed")
+    sp.add_argument("--task", required=True, help="built-in task name or task folder")
+    sp.add_argument("--skill", required=True, help="the skill file to check")
+    sp.add_argument("--baseline", help="skill file to compare with (default: the task's seed skill)")
+    sp.add_argument("--pinned", help="file of must-pass item ids, one a line (default: the task's pinned.txt)")
+    sp.add_argument("--tolerance", type=float, help="allowed drop of the test score (default 0.02)")
+    sp.add_argument("--junit", metavar="FILE", help="write a JUnit XML report")
+    sp.add_argument("--markdown", metavar="FILE", help="write a Markdown report for a pull-request comment")
+    sp.add_argument("--config", help="TOML or YAML config file (models, metric)")
+    sp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key")
     sp = add("approve", cmd_approve, "approve (or --reject) pending edits of a step")
     sp.add_argument("run_id")
     sp.add_argument("step", type=int)

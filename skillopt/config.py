@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import re
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
+from urllib.parse import urlsplit
 
 from .errors import ConfigError
 from .vocabulary import SIM_PREFIX
@@ -40,9 +43,12 @@ class RunConfig:
     dedupe_threshold: float = 0.85  # similarity above which two proposed edits count as the same edit
     fuzzy_anchor_threshold: float = 0.85  # a fuzzy anchor must be at least this similar AND unique
     failure_only: bool = False  # reference reflects on successes too; True saves optimizer calls
+    check_evidence: bool = True  # drop label rules the train data contradicts before the gate pays for them
+    gate_seed_against_no_skill: bool = True  # do no harm: start from no skill when it beats the seed
     # --- gate ---
     use_gate: bool = True  # without the gate every candidate is accepted (ablation only)
-    gate_mode: str = "strict"  # reference rule: candidate must beat the incumbent's cached score
+    # "strict" is the published rule (the candidate's mean must beat the incumbent's).
+    gate_mode: str = "paired"  # same decisions as strict at the default alpha and metric, fewer calls: stops early
     gate_metric: str = "hard"  # reference scores the selection split by hard accuracy
     gate_mixed_weight: float = 0.5  # weight of soft in the mixed metric: (1-w)*hard + w*soft
     gate_min_delta: float = 0.0  # paired mode: required mean per-item gain; 0 = any strict gain
@@ -85,6 +91,11 @@ class RunConfig:
     max_cost_usd: float = 0.0  # 0 = unlimited; litellm cost map, local and simulated models cost 0
     # --- performance ---
     speculative_rollouts: bool = True  # roll out the next batch with the incumbent while the gate runs
+    # --- integrations (skillopt/integrations): a failing one is a warning event, never a failed run ---
+    mlflow_tracking_uri: str = ""  # empty = no MLflow; sqlite:///mlflow.db or http://127.0.0.1:5000 logs the run live
+    mlflow_experiment: str = ""  # empty = "skillopt/<task>": a task's runs side by side in one experiment
+    # Apprise URLs, space-separated; secrets only as ${ENV_VAR} placeholders, expanded when sending.
+    notify: str = ""  # empty = no notifications; the store, exports and MLflow keep the placeholders
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -122,6 +133,7 @@ _UNIT = ("gate_mixed_weight", "dedupe_threshold", "fuzzy_anchor_threshold", "max
 
 
 def _validate(c: RunConfig) -> None:
+    _list_to_text(c, "notify")  # TOML and YAML users write a list of URLs
     for f in fields(c):
         value = getattr(c, f.name)
         expected = {"int": int, "float": float, "bool": bool, "str": str}[f.type]
@@ -157,6 +169,48 @@ def _validate(c: RunConfig) -> None:
         name = getattr(c, key)
         if name and not name.replace("_", "").isalnum():
             raise ConfigError(f"config key '{key}' must name an environment variable, not hold a key")
+    _validate_integrations(c)
+
+
+# scheme:// (sqlite, http, https, postgresql, ...), file:PATH, or a bare databricks profile
+_TRACKING_URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://|file:|databricks(-uc)?$)")
+_PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
+_SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
+
+
+def notify_urls(text: str) -> list[str]:
+    """The Apprise URLs of a `notify` value: separated by spaces, or by commas before a scheme."""
+    return [u for u in re.split(r"\s+|,\s*(?=[A-Za-z][A-Za-z0-9+.-]*://)", text.strip()) if u]
+
+
+def _list_to_text(c: RunConfig, key: str) -> None:
+    value = getattr(c, key)
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        object.__setattr__(c, key, " ".join(v.strip() for v in value))
+
+
+def _validate_integrations(c: RunConfig) -> None:
+    """Malformed integration settings fail before the run is stored; an unreachable server or
+    notifier fails later, as a warning. Neither setting may hold a secret's value: the config
+    is stored, exported and logged as MLflow params, so secrets stay ${ENV_VAR} placeholders."""
+    uri = c.mlflow_tracking_uri.strip()
+    if uri and not _TRACKING_URI.match(uri):
+        raise ConfigError(f"config key 'mlflow_tracking_uri' must be a URI such as sqlite:///mlflow.db or "
+                          f"http://127.0.0.1:5000, got {uri!r}")
+    if "@" in urlsplit(uri).netloc:
+        raise ConfigError("config key 'mlflow_tracking_uri' must not hold credentials: set MLFLOW_TRACKING_USERNAME "
+                          "and MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN) in the environment")
+    for url in notify_urls(c.notify):
+        if "://" not in url:
+            raise ConfigError(f"config key 'notify' must hold Apprise URLs (scheme://...), got {url!r}")
+        for name in _PLACEHOLDER.findall(url):
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ConfigError(f"config key 'notify': ${{{name}}} is not an environment variable name")
+    for key in ("mlflow_tracking_uri", "notify"):
+        for name, value in os.environ.items():
+            if name.upper().endswith(_SECRET_SUFFIXES) and len(value) >= 6 and value in getattr(c, key):
+                raise ConfigError(f"config key '{key}' holds the value of ${name}: write ${{{name}}} instead, "
+                                  f"so the secret is never stored")
 
 
 FIELD_NAMES = tuple(f.name for f in fields(RunConfig))

@@ -8,7 +8,7 @@ moment resumes from the last such event, never from half a step.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, Sequence
+from typing import Literal, Mapping, Protocol, Sequence
 
 from .gate import GateDecision
 from .patch import Edit
@@ -34,7 +34,8 @@ class RunStarted(Event):
 class SeedScored(Event):
     skill: str
     score: float
-    state: State
+    state: State  # starts from the seed, or from an empty skill when no skill scored better
+    no_skill_score: float | None = None  # the target with no skill on the selection split
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class ApprovalRequested(Event):
     edits: tuple[Edit, ...]
     diffs: tuple[str, ...]  # each edit's diff in context, applied alone to the current skill
     minibatches: tuple[tuple[int, ...], ...] = ()  # which reflection minibatches proposed each edit
+    numbers: tuple[int, ...] = ()  # each edit's index among the step's edits (its edits.idx): one numbering
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,20 @@ class TestEvaluated(Event):
     state: State
     n_errors: int = 0  # test items whose rollout errored (left out of the score)
     complete: bool = True  # n_errors within max_error_rate
+
+
+@dataclass(frozen=True)
+class LiftMeasured(Event):
+    """The best skill against the better of no skill and the seed, on the test split."""
+    metric: str
+    baseline: TestSkill
+    best_score: float
+    baseline_score: float
+    lift: float
+    ci_low: float  # paired bootstrap 95% interval of the lift
+    ci_high: float
+    n_items: int
+    breakdown: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # by expected answer
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,13 @@ in its own session, logging to data/runs/logs/<run id>.log. Stopping is cooperat
 through the store (the trainer checks between stages); SIGTERM is only the fallback
 for a trainer that does not react in time. Whether a trainer process still lives is
 answered here too, for the dashboard and for `resume`.
+
+A trainer is identified by host, pid and process start time, recorded when it starts
+(runs.host, runs.pid, runs.pid_started_at). A pid alone is not an identity: on a copy of
+a live store, a store shared between machines, or after a reboot, the same pid names an
+unrelated process. `signal_run` is the only place that signals a trainer, and it does so
+only when all three match; the dashboard's Stop, the CLI's `stop` and any multi-run
+control go through it.
 """
 from __future__ import annotations
 
@@ -16,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+from .process import runs_elsewhere, trainer_alive, why_not_signal
 from .store.writer import Store, db_path
 from .vocabulary import LIVE_STATUSES
 
@@ -37,24 +45,33 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
-def process_alive(pid: int | None) -> bool:
-    """Whether a trainer process still runs (a zombie, exited but not yet reaped, does not)."""
-    if not pid:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    if stat.exists():
-        try:
-            # The state follows the command name in parentheses, which may hold spaces.
-            return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
-        except (OSError, IndexError):
-            return False
+def signal_run(db: str | os.PathLike | None, run_id: str, sig: int = signal.SIGTERM) -> str | None:
+    """Send `sig` to the run's trainer, only if host, pid and start time all match.
+
+    The one place that signals a trainer (dashboard Stop, CLI `stop`, multi-run control).
+    Returns None once signalled, else why nothing was signalled (one line).
+    """
+    store = Store(db)
     try:
-        os.kill(pid, 0)
+        row = store.run(run_id)
+        problem = why_not_signal(dict(row) if row is not None else None)
+    finally:
+        store.close()
+    if problem:
+        return problem
+    pid = int(row["pid"])
+    try:
+        # A trainer the launcher started leads its own process group (its workers follow);
+        # one started from a terminal does not, and only it is signalled.
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
     except ProcessLookupError:
-        return False
-    except PermissionError:  # it exists, under another user
-        return True
-    return True
+        return f"the trainer process (pid {pid}) is gone"
+    except PermissionError:
+        return f"no permission to signal pid {pid}"
+    return None
 
 
 def _spawn(args: list[str], db: str | os.PathLike | None, run_id: str) -> subprocess.Popen:
@@ -100,23 +117,52 @@ def resume(run_id: str, *, db: str | os.PathLike | None = None) -> subprocess.Po
     return _spawn(["resume", run_id], db, run_id)
 
 
-def stop(run_id: str, *, db: str | os.PathLike | None = None, grace_s: float = 0.0) -> None:
-    """Ask the run to stop; after grace_s without reaction, SIGTERM its process."""
+def stop(run_id: str, *, db: str | os.PathLike | None = None, grace_s: float = 0.0) -> str:
+    """Ask the run to stop; after grace_s without reaction, SIGTERM its trainer (signal_run).
+
+    Returns what happened, in one line. A trainer that cannot be signalled (another host, a
+    pid that now names another process) is not waited for: the request stays in the store.
+    """
     store = Store(db)
     try:
         store.request_stop(run_id)
         row = store.run(run_id)
-        if grace_s <= 0 or row is None or not row["pid"]:
-            return
+        if row is None:
+            return f"no run {run_id}"
+        problem = why_not_signal(dict(row))
+        if grace_s <= 0 or row["status"] not in REACTING:
+            return "stop requested"
+        if problem:
+            return f"stop requested; {problem}"
         deadline = time.time() + grace_s
         while time.time() < deadline:
-            row = store.run(run_id)
-            if row["status"] not in REACTING:
-                return
+            if store.run(run_id)["status"] not in REACTING:
+                return "stopped"
             time.sleep(0.2)
-        try:
-            os.killpg(row["pid"], signal.SIGTERM)
-        except (ProcessLookupError, PermissionError):
+    finally:
+        store.close()
+    problem = signal_run(db, run_id, signal.SIGTERM)
+    if problem is None:
+        return f"no reaction within {grace_s:g}s: SIGTERM sent to the trainer"
+    if not trainer_alive(_row(db, run_id)):
+        _mark_gone(db, run_id)
+    return f"stop requested; {problem}"
+
+
+def _row(db: str | os.PathLike | None, run_id: str) -> dict:
+    store = Store(db)
+    try:
+        row = store.run(run_id)
+        return dict(row) if row is not None else {}
+    finally:
+        store.close()
+
+
+def _mark_gone(db: str | os.PathLike | None, run_id: str) -> None:
+    store = Store(db)
+    try:
+        row = store.run(run_id)
+        if row is not None and row["status"] in LIVE_STATUSES and not runs_elsewhere(dict(row)):
             store.set_status(run_id, "stopped", "process gone")
     finally:
         store.close()

@@ -130,7 +130,8 @@ class Plan:
     def call_forecast(self, config: RunConfig) -> CallForecast:
         """The model calls of the whole run, stage by stage, as the trainer makes them.
 
-        Seed scoring evaluates the seed on the selection split. Each step rolls out its
+        Seed scoring evaluates the seed on the selection split, and no skill at all (the seed
+        must beat it, or training starts from no skill). Each step rolls out its
         batch, asks the optimizer once per minibatch (plus one merge question with
         merge_mode=llm and one edit-budget question with the autonomous schedule) and gates
         its candidate: the strict gate evaluates the candidate on the selection split (the
@@ -152,7 +153,8 @@ class Plan:
         rescore = per_gate if c.slow_update_gate else (0 if paired else n_sel)
         slow_target = 2 * min(c.slow_update_samples, len(self.train)) + rescore
         reflections = sum(max_reflections(n, c.minibatch_size, c.failure_only) for n in sizes)
-        target = {"gate": n_sel + steps * per_gate, "rollout": self.num_epochs * (sum(sizes) + speculated),
+        seed_scoring = n_sel * (2 if c.gate_seed_against_no_skill else 1)  # the seed, and no skill to beat
+        target = {"gate": seed_scoring + steps * per_gate, "rollout": self.num_epochs * (sum(sizes) + speculated),
                   "slow_update": slow_epochs * slow_target, "test": len(TEST_SKILLS) * len(self.test)}
         optimizer = {"reflect": self.num_epochs * reflections, "merge": steps if c.merge_mode == "llm" else 0,
                      "lr": steps if c.lr_scheduler == "autonomous" else 0, "slow_update": slow_epochs,

@@ -23,13 +23,14 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .config import RunConfig
+from .evidence import STOP_WORDS, Evidence, contradiction
 from .patch import Edit
 from .prompts import clip, prompt_messages
 from .proposals import EXTRA_EDITS, DroppedEdit, parse_edits, reflect_schema
 from .skill import lines as skill_lines
 from .skill import sections as skill_sections
 from .state import RejectedEdit
-from .tasks.task import Trajectory
+from .tasks.task import Scoring, Trajectory
 
 PATTERNS_SHOWN = 6  # step buffer entries shown in a prompt (newest kept): prompt economy
 MAX_REJECTED = 8
@@ -179,18 +180,12 @@ def format_case(n: int, t: Trajectory, limit: int, skill: str = "", common: Sequ
             f"Feedback: {feedback}")
 
 
-# Words too common to tell tasks apart, in any domain.
-_STOP = frozenset("""a about after again all also am an and any are as at back be because been before being but
-by can can't cannot could did do does don't for from get got had has have having he her here him his how i i'd i'm
-if in into is it it's its just me more my no not now of off on one only or other our out over please same she so
-some still than that the their them then there these they this those to too two up us very was we were what when
-where which while who why will with would yes yet you your hi hello dear thanks thank regards best kind cheers""".split())
 _WORD = re.compile(r"[a-z][a-z0-9'-]+")
 CLUE_WORDS = 4  # a small model copies what it is shown: a few telling words, not a word list
 
 
 def _words(text: str) -> set[str]:
-    return {w.strip("'-") for w in _WORD.findall(text.casefold()) if len(w.strip("'-")) >= 3} - _STOP
+    return {w.strip("'-") for w in _WORD.findall(text.casefold()) if len(w.strip("'-")) >= 3} - STOP_WORDS
 
 
 def clue_words(group: Sequence[str], others: Sequence[str], limit: int = CLUE_WORDS) -> tuple[str, ...]:
@@ -248,20 +243,47 @@ def _cases_text(batch: Sequence[Trajectory], limit: int, skill: str, common: Seq
     return "\n".join(out)
 
 
-def _reflect_one(optimizer, index: int, kind: str, batch: tuple[Trajectory, ...], skill: str, budget: int,
-                 notes: str, sections: list[str], limit: int, step: int,
-                 context: Sequence[Trajectory] = (), rejected: dict | None = None) -> MinibatchResult:
-    """`rejected`: the edits the gate or a person rejected alone, by _key; a small optimizer
-    copies the rejected list it is shown, so a repeat is dropped here rather than tried again.
-    An edit rejected with others is not evidence against it alone: it may come back."""
+# What the optimizer is told to look for, by the kind of answer the task scores (labels go
+# through the grouped template with clue words and draft rules instead).
+GUIDANCE = {
+    "number": "Each task has one right number. For each case compare Output with Expected and read the Feedback: "
+              "was the FORM wrong (no final answer line, units, rounding) or the VALUE (a step missed, a quantity "
+              "misread)? Write instructions that fix the cause: the output form, or the method (which quantities "
+              "to compute, in which order).",
+    "fields": "Each task asks for one JSON object with fixed fields. Read the Feedback for the fields that were "
+              "missing, wrong or badly formatted. Write instructions about the reply's JSON form and, per field, "
+              "where its value is found and how it is written (dates, amounts, codes).",
+    "text": "Read the Feedback: it says what each reply lacked. Write instructions about what every reply must "
+            "contain and how it must be written.",
+}
+
+
+def _messages(scoring: Scoring | None, kind: str, batch: tuple[Trajectory, ...], skill: str, budget: int,
+              notes: str, sections: list[str], limit: int, context: Sequence[Trajectory]) -> list[dict]:
+    """The reflection prompt: the grouped template for label answers (and tasks that do not
+    say how they score), the open template with the scoring rule for every other kind."""
     header = ("failures: the assistant got these wrong" if kind == "failure"
               else "successes: the assistant got these right; add only knowledge the skill lacks")
     common = common_lines([t.prompt for t in batch])
     shared = "EVERY TASK BELOW ALSO SAYS:\n" + "\n".join(common) + "\n\n" if common else ""
-    messages = prompt_messages(
-        "reflect", skill=numbered(skill), sections="; ".join(f'"{s}"' for s in sections) or "(none)",
-        notes=notes, kind=header, common=shared, budget=budget,
-        cases=_cases_text(batch, limit, skill, common, context if kind == "failure" else ()))
+    values = dict(skill=numbered(skill), sections="; ".join(f'"{s}"' for s in sections) or "(none)", notes=notes,
+                  kind=header, common=shared, budget=budget)
+    if scoring is None or scoring.kind not in GUIDANCE:
+        return prompt_messages("reflect", **values,
+                               cases=_cases_text(batch, limit, skill, common, context if kind == "failure" else ()))
+    cases = "\n".join(format_case(n, t, limit, skill, common) for n, t in enumerate(batch, 1))
+    return prompt_messages("reflect_open", **values, cases=cases, guidance=GUIDANCE[scoring.kind],
+                           scoring=scoring.description.rstrip(".") or "read the Feedback of each case")
+
+
+def _reflect_one(optimizer, index: int, kind: str, batch: tuple[Trajectory, ...], skill: str, budget: int,
+                 notes: str, sections: list[str], limit: int, step: int,
+                 context: Sequence[Trajectory] = (), rejected: dict | None = None,
+                 scoring: Scoring | None = None, evidence: Evidence | None = None) -> MinibatchResult:
+    """`rejected`: the edits the gate or a person rejected alone, by _key; a small optimizer
+    copies the rejected list it is shown, so a repeat is dropped here rather than tried again.
+    An edit rejected with others is not evidence against it alone: it may come back."""
+    messages = _messages(scoring, kind, batch, skill, budget, notes, sections, limit, context)
     n_lines = len(skill_lines(skill))
     cap = max(budget, 0) + EXTRA_EDITS
     value, reply = optimizer.complete_json(
@@ -275,8 +297,10 @@ def _reflect_one(optimizer, index: int, kind: str, batch: tuple[Trajectory, ...]
     kept = tuple(e for e in value.edits if _key(e) not in rejected)
     again = tuple(DroppedEdit(e, "repeat_of_rejected", _repeat_detail(rejected[_key(e)]))
                   for e in value.edits if _key(e) in rejected)
-    return MinibatchResult(index=index, kind=kind, item_ids=ids, ok=True, summary=value.summary, edits=kept,
-                           dropped=value.dropped + again)
+    against = {e: contradiction(e.content, evidence) for e in kept if evidence and e.op != "delete"}
+    contradicted = tuple(DroppedEdit(e, "contradicted", why) for e, why in against.items() if why)
+    return MinibatchResult(index=index, kind=kind, item_ids=ids, ok=True, summary=value.summary,
+                           edits=tuple(e for e in kept if not against.get(e)), dropped=value.dropped + again + contradicted)
 
 
 def _repeat_detail(r: RejectedEdit) -> str:
@@ -289,11 +313,13 @@ def _key(edit: Edit) -> tuple[str, str, str]:
 
 
 def reflect(optimizer, skill: str, trajectories: Sequence[Trajectory], *, budget: int, buffer: StepBuffer,
-            meta_skill: str, config: RunConfig, step: int, seed: int) -> tuple[MinibatchResult, ...]:
+            meta_skill: str, config: RunConfig, step: int, seed: int,
+            scoring: Scoring | None = None, evidence: Evidence | None = None) -> tuple[MinibatchResult, ...]:
     """One optimizer call per minibatch, `analyst_workers` at a time, results in minibatch order.
 
     An unusable reply becomes a failed MinibatchResult; ModelError and BudgetExhausted
-    propagate (the trainer ends or stops the run on them).
+    propagate (the trainer ends or stops the run on them). With `evidence`, a proposed rule
+    the train data contradicts is dropped as `contradicted`, its counts stored as the reason.
     """
     batches = make_minibatches(trajectories, config.minibatch_size, seed, config.failure_only)
     if not batches:
@@ -306,7 +332,7 @@ def reflect(optimizer, skill: str, trajectories: Sequence[Trajectory], *, budget
                               thread_name_prefix="reflect")
     try:
         futures = [pool.submit(_reflect_one, optimizer, i, kind, batch, skill, budget, notes, sections,
-                               config.trajectory_chars, step, usable, rejected)
+                               config.trajectory_chars, step, usable, rejected, scoring, evidence)
                    for i, (kind, batch) in enumerate(batches)]
         return tuple(f.result() for f in futures)
     finally:

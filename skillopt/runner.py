@@ -10,9 +10,12 @@ import json
 import os
 from typing import Callable
 
+from . import integrations
 from .config import RunConfig, load_mapping
 from .errors import UserError
-from .launcher import new_run_id, process_alive
+from .events import RunFinished, emit
+from .launcher import new_run_id
+from .process import trainer_alive
 from .models.limits import Meter
 from .models.llm import build_models
 from .plan import Plan
@@ -44,12 +47,15 @@ def _train(store: Store, run_id: str, task, config: RunConfig, state: State | No
            callbacks: tuple = ()) -> str:
     meter = _meter(store, run_id, config)
     models = build_models(config, store, run_id, meter)
-    hooks = Hooks(callbacks=(store, *callbacks), should_stop=lambda: store.stop_requested(run_id),
+    # MLflow and notifications, as the config asks: after the store, so they see committed work.
+    extra = integrations.callbacks(store, run_id, config)
+    hooks = Hooks(callbacks=(store, *extra, *callbacks), should_stop=lambda: store.stop_requested(run_id),
                   decisions=_decisions(store, run_id), cache=store)
     try:
         return fit(task, config, models, hooks, run_id=run_id, state=state)
     except KeyboardInterrupt:  # Ctrl-C or the dashboard's SIGTERM fallback: resumable, not failed
         store.set_status(run_id, "stopped", "interrupted")
+        emit(extra, RunFinished(run_id=run_id, status="stopped", reason="interrupted"))
         raise
 
 
@@ -86,7 +92,7 @@ def resume(store: Store, run_id: str, callbacks: tuple = ()) -> str:
         raise UserError(f"no run {run_id} in {store.path}")
     if row["status"] == "completed":
         raise UserError(f"run {run_id} is already completed")
-    if row["status"] in LIVE_STATUSES and row["pid"] and row["pid"] != os.getpid() and process_alive(row["pid"]):
+    if row["status"] in LIVE_STATUSES and row["pid"] and row["pid"] != os.getpid() and trainer_alive(dict(row)):
         raise UserError(f"run {run_id} is still running (pid {row['pid']})")
     config = load_mapping(json.loads(row["config_json"]), origin=f"run {run_id}")
     task = load_task(row["task_path"] or row["task"])

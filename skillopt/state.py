@@ -7,8 +7,8 @@ just calling the loop again with the stored State.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Mapping
 
 from .patch import Edit
 from .vocabulary import RejectionReason, TestSkill
@@ -44,6 +44,9 @@ class State:
     # The incumbent's gate value on each selection item it was scored on (errored items are
     # absent): the strict gate compares a candidate with it item by item, on common items only.
     current_values: tuple[tuple[str, float], ...] = ()
+    # Each final test's gate value per scored item: the lift is measured from them, also
+    # after a resume that did not run those tests again.
+    test_values: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -53,6 +56,7 @@ class State:
             "rejected": [rejected_json(r) for r in self.rejected], "patterns": list(self.patterns),
             "accepted": [edit_json(e) for e in self.accepted], "epochs_done": self.epochs_done,
             "tests_done": list(self.tests_done), "current_values": [list(v) for v in self.current_values],
+            "test_values": {k: dict(v) for k, v in self.test_values.items()},
         }
 
     @classmethod
@@ -67,7 +71,9 @@ class State:
                    rejected=rejected, patterns=tuple(data["patterns"]),
                    accepted=tuple(Edit(**e) for e in data["accepted"]), epochs_done=data["epochs_done"],
                    tests_done=tuple(data["tests_done"]),
-                   current_values=tuple((i, float(v)) for i, v in data.get("current_values", ())))
+                   current_values=tuple((i, float(v)) for i, v in data.get("current_values", ())),
+                   test_values={k: {i: float(x) for i, x in v.items()}
+                                for k, v in data.get("test_values", {}).items()})
 
 
 def rejected_json(r: RejectedEdit) -> dict[str, Any]:

@@ -22,9 +22,12 @@ from .models.llm import Models
 from .patch import Edit, apply_edits
 from .plan import Plan
 from .rollout import Batch, EvalCache, Evaluator
+from .evidence import Evidence, collect
+from .lift import measure
 from .skill import guidance, sha
 from .records import Update, edit_outcomes
 from .state import State
+from .tasks.task import expected_text
 from .validation import GateResult, Validator
 from .vocabulary import ACCEPTED, Approval, Decision, RunStatus, Stage
 
@@ -56,6 +59,8 @@ class Trainer:
                                    use_cache=config.use_cache, workers=config.max_concurrency,
                                    run_id=run_id, emit=self.emit)
         self.gate = Validator(config, self.plan, self.evaluator, self.evaluate, self.emit, run_id)
+        # How the task scores replies picks the reflection's template (a plug-in may not say).
+        self.scoring = task.scoring() if hasattr(task, "scoring") else None
 
     # ---- plumbing -----------------------------------------------------------------
     def emit(self, event: ev.Event) -> None:
@@ -119,10 +124,19 @@ class Trainer:
         self.enter(0, "gate", "scoring the seed skill on the selection split")
         batch = self.evaluate(seed, self.plan.selection, step=0, split="selection", purpose="gate_current",
                               stage="gate")
-        score = self.gate.value(batch)
-        state = State(step=0, skill=seed, current_score=score, best_skill=seed, best_score=score,
-                      best_step=0, epoch_start_skill=seed, current_values=tuple(self.gate.values(batch).items()))
-        self.emit(ev.SeedScored(run_id=self.run_id, skill=seed, score=score, state=state))
+        start, chosen, bare = seed, batch, None
+        if self.config.gate_seed_against_no_skill and seed.strip():
+            # Do no harm: a seed that scores below no skill at all is not where training starts.
+            self.enter(0, "gate", "scoring no skill on the selection split: the seed must beat it")
+            bare = self.evaluate("", self.plan.selection, step=0, split="selection", purpose="baseline",
+                                 stage="gate")
+            if self.gate.compare(self.gate.values(batch), self.gate.values(bare)).accept:
+                start, chosen = "", bare
+        score = self.gate.value(chosen)
+        state = State(step=0, skill=start, current_score=score, best_skill=start, best_score=score, best_step=0,
+                      epoch_start_skill=start, current_values=tuple(self.gate.values(chosen).items()))
+        self.emit(ev.SeedScored(run_id=self.run_id, skill=seed, score=self.gate.value(batch), state=state,
+                                no_skill_score=self.gate.value(bare) if bare is not None else None))
         return state
 
     def train_step(self, step: int, state: State) -> State:
@@ -172,7 +186,7 @@ class Trainer:
             self.models.optimizer, state.skill, train.trajectories, budget=budget,
             buffer=reflect.StepBuffer(patterns=state.patterns, rejected=state.rejected),
             meta_skill=state.meta_skill if c.use_meta_skill else "", config=c, step=step,
-            seed=self.plan.step_seed(step))
+            seed=self.plan.step_seed(step), scoring=self.scoring, evidence=self.evidence(step))
         self.emit(ev.ReflectionDone(run_id=self.run_id, step=step, minibatches=tuple(minibatches)))
         dead = [m for m in minibatches if not m.ok and not m.error.startswith("invalid_json")]
         if minibatches and len(dead) == len(minibatches):
@@ -180,6 +194,13 @@ class Trainer:
             raise ModelError(f"all {len(dead)} reflection calls of {self.models.optimizer.model} failed "
                              f"({dead[0].error}); stopping instead of skipping every step")
         return minibatches
+
+    def evidence(self, step: int) -> Evidence | None:
+        """The train tasks seen so far, for checking label rules against the data (labels
+        only: a rule naming a number or a format has no answer to count)."""
+        if not self.config.check_evidence or self.scoring is None or self.scoring.kind != "label":
+            return None
+        return collect(self.plan.train, [it for s in range(1, step + 1) for it in self.plan.batch(s)], self.task.render)
 
     def aggregate(self, step: int, minibatches: Sequence[reflect.MinibatchResult]) -> list[transforms.Candidate]:
         """Every proposal of the step, normalised, deduplicated, (merged) and ranked."""
@@ -207,7 +228,7 @@ class Trainer:
         reports = dict(zip(selection.selected, patch.reports))
         if not (self.config.approval_mode and patch.applied):
             return Update(patch=patch, reports=reports)
-        sources = {x.edit: x.minibatches for x in selection.candidates}
+        sources = {x.edit: (n, x.minibatches) for n, x in enumerate(selection.candidates)}
         kept, rejected, approvals = self.wait_for_approval(step, skill, patch.applied, sources)
         final = apply_edits(skill, list(kept.values()), fuzzy_threshold=fuzzy)
         return Update(patch=final, reports=reports | dict(zip(kept, final.reports)), approvals=approvals,
@@ -263,7 +284,8 @@ class Trainer:
         self.enter(step, "approval", f"{len(edits)} edits wait for approval")
         diffs = tuple(apply_edits(skill, [e], fuzzy_threshold=self.config.fuzzy_anchor_threshold).diff for e in edits)
         self.emit(ev.ApprovalRequested(run_id=self.run_id, step=step, edits=tuple(edits), diffs=diffs,
-                                       minibatches=tuple(sources.get(e, ()) for e in edits)))
+                                       minibatches=tuple(sources.get(e, (None, ()))[1] for e in edits),
+                                       numbers=tuple(sources.get(e, (None, ()))[0] for e in edits)))
         while True:
             decisions = list(self.hooks.decisions(step))
             if len(decisions) == len(edits) and all(d.status != "pending" for d in decisions):
@@ -334,10 +356,10 @@ class Trainer:
         return event, state, comparison
 
     def final_tests(self, state: State) -> str:
-        """Score the seed, best and final skills on the test split; returns what is missing
-        ("" when every score is complete). An incomplete score is recorded but not marked
-        done, so resuming the run evaluates its errored items again."""
-        skills = {"seed": self.task.seed_skill, "best": state.best_skill, "final": state.skill}
+        """Score the seed, best and final skills and no skill at all on the test split, then
+        the lift; returns what is missing ("" when every score is complete). An incomplete
+        score is recorded but not marked done, so resuming evaluates its errored items again."""
+        skills = {"seed": self.task.seed_skill, "best": state.best_skill, "final": state.skill, "none": ""}
         missing = []
         for which, skill in skills.items():
             if which in state.tests_done:
@@ -347,14 +369,29 @@ class Trainer:
                                   stage="test")
             complete = batch.complete(self.config.max_error_rate)
             if complete:
-                state = replace(state, tests_done=state.tests_done + (which,))
+                state = replace(state, tests_done=state.tests_done + (which,),
+                                test_values={**state.test_values, which: self.gate.values(batch)})
             else:
                 missing.append(f"{which} skill errored on {batch.n_errors} of {len(batch.trajectories)} items")
             self.emit(ev.TestEvaluated(run_id=self.run_id, which=which, skill_sha=sha(skill),
                                        score=self.gate.value(batch), hard=batch.mean("hard"),
                                        soft=batch.mean("soft"), n_items=len(batch.trajectories), state=state,
                                        n_errors=batch.n_errors, complete=complete))
+        if not missing:
+            self.measure_lift(state)
         return "; ".join(missing)
+
+    def measure_lift(self, state: State) -> None:
+        v = state.test_values
+        if not {"best", "seed", "none"} <= set(v):  # a checkpoint from before per-item test values
+            return
+        expected = {it.id: expected_text(it.expected) for it in self.plan.test}
+        lift = measure(v["best"], v["seed"], v["none"], expected, rng_seed=self.config.seed)
+        if lift is not None:
+            self.emit(ev.LiftMeasured(run_id=self.run_id, metric=self.config.gate_metric, baseline=lift.baseline,
+                                      best_score=lift.best_score, baseline_score=lift.baseline_score,
+                                      lift=lift.lift, ci_low=lift.ci_low, ci_high=lift.ci_high,
+                                      n_items=lift.n_items, breakdown=lift.breakdown))
 
 
 def fit(task, config: RunConfig, models: Models, hooks: Hooks, *, run_id: str,

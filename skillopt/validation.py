@@ -70,6 +70,13 @@ class Validator:
     def values(self, batch: Batch) -> dict[str, float]:
         return {t.item_id: self.value(t) for t in batch.scored}
 
+    def compare(self, incumbent: Mapping[str, float], candidate: Mapping[str, float]) -> gate.GateDecision:
+        """The gate's rule on two fully scored skills (on the items both were scored on)."""
+        common = [i for i in incumbent if i in candidate]
+        if self.config.gate_mode == "paired":
+            return gate.paired(incumbent, candidate, common, self.config.gate_min_delta, self.config.gate_alpha)
+        return gate.strict(mean(incumbent, common), mean(candidate, common), len(common))
+
     def run(self, step: int, current: str, candidate: str, incumbent: Mapping[str, float],
             stage: str) -> GateResult:
         """Gate `candidate` against `current`, whose known per-item values are `incumbent`."""

@@ -39,10 +39,12 @@ FATES: tuple[Fate, ...] = ("pending", "selected", "clipped", "merged", "invalid"
 # Why the reflection step dropped a proposed edit before the pipeline saw it: it repeats an
 # edit the gate or a person rejected alone, still holds a template slot, is longer than an
 # edit may be, names a line or section the skill does not have, is no usable edit at all
-# (unknown op, content that is not text, no content), or came after the reply's edit limit.
-DropReason = Literal["repeat_of_rejected", "template_slot", "too_long", "bad_anchor", "malformed", "over_cap"]
+# (unknown op, content that is not text, no content), came after the reply's edit limit, or
+# is contradicted by the train data (its trigger words mostly come with another answer).
+DropReason = Literal["repeat_of_rejected", "template_slot", "too_long", "bad_anchor", "malformed", "over_cap",
+                     "contradicted"]
 DROP_REASONS: tuple[DropReason, ...] = ("repeat_of_rejected", "template_slot", "too_long", "bad_anchor", "malformed",
-                                        "over_cap")
+                                        "over_cap", "contradicted")
 
 # What applying a selected edit to the skill did (patch).
 EditStatus = Literal["applied", "anchor_not_found", "ambiguous_anchor", "protected", "duplicate", "noop"]
@@ -74,12 +76,31 @@ RunStatus = Literal["pending", "running", "waiting_approval", "stopping", "compl
 LIVE_STATUSES: tuple[RunStatus, ...] = ("pending", "running", "waiting_approval", "stopping")
 FINAL_STATUSES: tuple[RunStatus, ...] = ("completed", "incomplete", "stopped", "failed", "budget_exhausted")
 
-# Which skill a final test evaluation scored.
-TestSkill = Literal["seed", "best", "final"]
-TEST_SKILLS: tuple[TestSkill, ...] = ("seed", "best", "final")
+# Which skill a final test evaluation scored; "none" is the target with an empty skill, the
+# bar a trained skill must clear (a weak seed can score below it).
+TestSkill = Literal["seed", "best", "final", "none"]
+TEST_SKILLS: tuple[TestSkill, ...] = ("seed", "best", "final", "none")
 
 # Why a set of rollouts was run (the rollouts.purpose column): a step's train batch, the
 # incumbent and the candidate of each gating stage (a step's gate, the slow update's gate),
 # the slow update's comparison of the epoch's start and end skills, and the final tests.
 Purpose = Literal["train", "gate_current", "gate_candidate", "slow_update_current", "slow_update_candidate",
-                  "slow_prev", "slow_cur", "test_seed", "test_best", "test_final", "baseline"]
+                  "slow_prev", "slow_cur", "test_seed", "test_best", "test_final", "test_none",
+                  "baseline"]
+
+# A sweep (grid search) and its trials. A trial ends with its run's final status, or
+# "skipped" when the sweep's budget ran out before it could start. Resume runs again every
+# trial that is not done; a failed trial stays failed (its reason is shown) and does not stop
+# the others. "budget_exhausted" on a sweep: some trials were skipped for want of budget.
+SweepStatus = Literal["pending", "running", "stopping", "completed", "stopped", "budget_exhausted"]
+SWEEP_LIVE: tuple[SweepStatus, ...] = ("pending", "running", "stopping")
+SWEEP_STATUSES: tuple[SweepStatus, ...] = ("pending", "running", "stopping", "completed", "stopped",
+                                           "budget_exhausted")
+TrialStatus = Literal["pending", "running", "completed", "incomplete", "stopped", "failed", "budget_exhausted",
+                      "skipped"]
+TRIAL_STATUSES: tuple[TrialStatus, ...] = ("pending", "running", "completed", "incomplete", "stopped", "failed",
+                                           "budget_exhausted", "skipped")
+TRIAL_DONE: tuple[TrialStatus, ...] = ("completed", "failed", "budget_exhausted", "skipped")
+# Where a sweep's trials run: processes on this machine, or Ray tasks on a Ray cluster.
+Backend = Literal["local", "ray"]
+BACKENDS: tuple[Backend, ...] = ("local", "ray")

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from skillopt import launcher
 from skillopt.store.reader import Reader
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -119,22 +120,20 @@ def stop_trainers(db: Path) -> None:
     """SIGTERM the trainer processes the dashboard launched into `db` that are still live.
 
     They run in their own sessions (launcher.start), so ending streamlit does not end them.
-    Only runs of this test database are touched: their pids come from its runs table.
+    Only the trainers of this test database's live runs are signalled, and only where host,
+    pid and start time still match (launcher.signal_run): a pid alone may name another process.
     """
     if not db.exists():
         return
     reader = Reader(db)
     try:
-        pids = [pid for pid in reader.live_pids().values() if pid is not None]
+        run_ids = [run_id for run_id, pid in reader.live_pids().items() if pid is not None]
     except sqlite3.OperationalError:  # the file exists but no trainer has created the tables yet
-        pids = []
+        run_ids = []
     finally:
         reader.close()
-    for pid in pids:
-        try:
-            os.killpg(pid, signal.SIGTERM)
-        except (ProcessLookupError, PermissionError):
-            pass
+    for run_id in run_ids:
+        launcher.signal_run(db, run_id, signal.SIGTERM)
 
 
 def launch_browser(playwright):

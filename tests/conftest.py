@@ -15,7 +15,7 @@ from tests.helpers import run_sim  # noqa: E402  (needs the root on sys.path)
 
 @pytest.fixture(scope="session")
 def sim_run(tmp_path_factory) -> tuple[Path, str]:
-    """(db path, run id) of a completed 3-epoch default simulated run (strict gate)."""
+    """(db path, run id) of a completed 3-epoch default simulated run (paired gate)."""
     db = tmp_path_factory.mktemp("simrun") / "skillopt.db"
     return db, run_sim(db, "num_epochs=3", name="fixture run")
 

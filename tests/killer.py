@@ -9,6 +9,8 @@ KILL_AT picks the moment, counted in THIS process (a resume counts afresh):
                   or an event class (SeedScored, StepCompleted, EpochCompleted, TestEvaluated, ...)
   NAME@K+N        the N-th model call after that moment (inside the stage's work)
   EVENT@K:tx      inside the store transaction that records the K-th EVENT, before its COMMIT
+  NAME@K:flush    inside the first flush of buffered call rows and cache entries after that
+                  moment: they are written, the transaction of the event they ride in is not committed
   poll@K          during the K-th poll for approval decisions (approval mode)
 Killing from inside at an exact point makes the kill points reproducible, unlike timers.
 
@@ -29,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-_SPEC = re.compile(r"^(?:(?P<calls>\d+)|(?P<name>\w+)@(?P<k>\d+)(?:\+(?P<after>\d+)|(?P<tx>:tx))?)$")
+_SPEC = re.compile(r"^(?:(?P<calls>\d+)|(?P<name>\w+)@(?P<k>\d+)(?:\+(?P<after>\d+)|:(?P<inside>tx|flush))?)$")
 
 
 def _die() -> None:
@@ -46,16 +48,17 @@ class KillPlan:
         self.calls_at = int(m["calls"]) if m["calls"] else 0
         self.name, self.k = m["name"], int(m["k"] or 0)
         self.after = int(m["after"]) if m["after"] else 0
-        self.in_tx = bool(m["tx"])
+        self.in_tx = m["inside"] == "tx"
+        self.in_flush = m["inside"] == "flush"
         self.seen = 0  # how many NAMEs so far
-        self.armed = False  # the point was reached; counting model calls (+N) or the next tx
-        self.tx_thread = None  # ':tx' kills act in the thread that records the event, not in a cache write
+        self.armed = False  # the point was reached; counting model calls (+N), or the next tx or flush
+        self.tx_thread = None  # ':tx' kills act in the thread that records the event
         self.calls = 0
 
     def _reached(self) -> None:
         if self.after:
             self.armed, self.calls = True, 0
-        elif self.in_tx:
+        elif self.in_tx or self.in_flush:
             self.armed = True
         else:
             _die()
@@ -86,6 +89,11 @@ class KillPlan:
             if self.seen == self.k:
                 self._reached()
 
+    def on_flush(self, rows: int) -> None:
+        """After a transaction wrote `rows` buffered rows, before the event's own rows and COMMIT."""
+        if self.in_flush and self.armed and rows:
+            _die()
+
     def on_poll(self) -> None:
         if self.name == "poll":
             self.seen += 1
@@ -101,6 +109,7 @@ def install(plan: KillPlan) -> None:
     """Patch the model layer, the store and the runner so `plan` sees every countable moment."""
     from skillopt.models import llm
     from skillopt import runner
+    from skillopt.store.pending import Pending
     from skillopt.store.writer import Store
 
     complete = llm.LLM._complete
@@ -129,6 +138,15 @@ def install(plan: KillPlan) -> None:
             plan.before_commit()  # still inside BEGIN IMMEDIATE: the kill must roll the write back
 
     Store.tx = guarded
+
+    write = Pending.write
+
+    def flushing(self, conn):
+        written = write(self, conn)
+        plan.on_flush(written.rows)
+        return written
+
+    Pending.write = flushing
 
     decisions = runner._decisions
 

@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 from skillopt import launcher
 from skillopt.models import llm
 from skillopt.store.reader import Reader
+from skillopt.ui import monitor as mon
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
@@ -40,7 +41,15 @@ def test_runs_table_shows_the_stored_run(sim_db_env):
     assert row["status"] == "completed"
     assert row["step"] == f"{run['step']}/{run['total_steps']}"
     assert row["best selection"] == pytest.approx(run["best_score"])
-    assert row["test lift"] == pytest.approx(run["best_test"] - run["seed_test"])
+    lift = reader.lift(run_id) if hasattr(reader, "lift") else None
+    if lift:  # the lift over the better of no skill and the seed, with its interval
+        assert row["test lift"] == pytest.approx(lift["lift"])
+        assert row["lift"] == f"{lift['lift']:+.3f} [{lift['ci_low']:+.2f}, {lift['ci_high']:+.2f}]"
+    else:
+        assert row["test lift"] == pytest.approx(run["best_test"] - run["seed_test"])
+    before = " / ".join(f"{run[k]:.3f}" for k in ("none_test", "seed_test") if run.get(k) is not None)
+    assert row["test"] == f"{before} → {run['best_test']:.3f}"
+    assert row["duration"] == mon.human_duration(run["finished_at"] - run["started_at"])
     assert row["calls"] == listed["calls"] > 0
     assert row["simulated"] == "yes"
     assert row["models"] == "sim/target → sim/optimizer"
@@ -89,6 +98,19 @@ def test_demo_buttons_launch_the_documented_runs(sim_db_env, monkeypatch):
     assert calls[-1][0] == "ticket-routing"
     assert calls[-1][1] == {"batch_size": 10, "num_epochs": 1, "max_steps_per_epoch": 2, "selection_size": 20,
                             "test_size": 20}
+
+
+def test_a_demo_run_is_listed_the_moment_it_starts(sim_db_env, monkeypatch):
+    """The trainer writes the run's row only once it has loaded the task: the row is shown before."""
+    monkeypatch.setattr(launcher, "start", lambda task, overrides, **kwargs: ("20990101-000000-000001", None))
+    at = home()
+    at.button[0].click().run()
+    assert not at.exception
+    frame = runs_table(at)
+    row = frame[frame["id"] == "20990101-000000-000001"].iloc[0]
+    assert (row["status"], row["name"], row["task"], row["simulated"]) == ("starting", "Demo (simulated)",
+                                                                           "sim-rulebook", "yes")
+    assert row["monitor"] == "Monitor?run=20990101-000000-000001"
 
 
 def test_local_demo_reports_a_missing_model_instead_of_launching(sim_db_env, monkeypatch):

@@ -3,7 +3,7 @@
 and the problem, a non-zero exit, no traceback, and no run left in the store.
 
 The CLI cases run `python -m skillopt` in subprocesses, a few at a time; uploads go
-through the same functions the New run page calls (skillopt.ui.forms, skillopt.tasks.csvimport).
+through the same functions the New run page calls (skillopt.ui.uploads, skillopt.tasks.csvimport).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from skillopt.tasks import csvimport
 from skillopt.errors import UserError
 from skillopt.skill import MAX_CHARS
 from skillopt.store.reader import Reader
-from skillopt.ui import forms
+from skillopt.ui import uploads
 
 ROOT = Path(__file__).resolve().parent.parent
 BAD = Path(__file__).resolve().parent / "fixtures" / "bad"
@@ -230,13 +230,13 @@ def upload_problems(name: str, data: bytes, mapping: dict | None = None, answer:
                     id_column: str | None = None) -> list[str]:
     """The New run page's upload flow: convert, read the header, preview; every problem it shows."""
     try:
-        csv_bytes = forms.jsonl_to_csv(name, data) if name.endswith(".jsonl") else data
-        columns = forms.csv_columns(name, csv_bytes)
+        csv_bytes = uploads.jsonl_to_csv(name, data) if name.endswith(".jsonl") else data
+        columns = uploads.csv_columns(name, csv_bytes)
     except UserError as exc:
         return [str(exc)]
     answer = answer or columns[-1]
     if mapping is None:
-        mapping = forms.mapping_for([c for c in columns if c not in (answer, id_column)])
+        mapping = uploads.mapping_for([c for c in columns if c not in (answer, id_column)])
     _, problems = csvimport.preview_csv(csv_bytes, mapping, answer_column=answer, id_column=id_column, source=name)
     return problems
 
@@ -310,7 +310,7 @@ def test_bad_upload_is_refused_before_use(tmp_path, name):
 
 def test_upload_size_limit_is_checked_before_parsing():
     with pytest.raises(UserError, match="over the 20 MB upload limit"):
-        forms.check_upload("x.csv", b"a" * (csvimport.MAX_UPLOAD_BYTES + 1))
+        uploads.check_upload("x.csv", b"a" * (csvimport.MAX_UPLOAD_BYTES + 1))
     rows, problems = csvimport.preview_csv(b"a,b\n" + b"1,2\n" * (csvimport.MAX_UPLOAD_BYTES // 4 + 1), {"a": "a"},
                                            answer_column="b", source="big.csv")
     assert rows == [] and len(problems) == 1 and problems[0].startswith("big.csv: file is")

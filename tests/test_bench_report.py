@@ -71,7 +71,7 @@ def test_without_any_result_every_row_is_not_measured(tmp_path):
     root = copy_readmes(tmp_path)
     text = report.rendered(root, {})[root / "README.md"][1]
     rows = [line for line in blocks(text).splitlines() if line.startswith("| ") and "bench/" in line]
-    assert len(rows) == 5 and all(report.NOT_MEASURED in row for row in rows)
+    assert len(rows) == 8 and all(report.NOT_MEASURED in row for row in rows)
 
 
 def test_saved_results_say_where_they_come_from_and_stay_small():
@@ -115,9 +115,69 @@ def test_a_repeated_test_of_the_same_skill_text_is_counted_once(tmp_path):
     tests = reader.tests(run["id"])
     made = reader.one("SELECT COUNT(*) AS n FROM llm_calls WHERE run_id = ? AND role = 'target' AND cached = 0",
                       (run["id"],))["n"]
-    shas = [tests[w]["skill_sha"] for w in ("seed", "best", "final")]
+    shas = [tests[w]["skill_sha"] for w in ("seed", "best", "final", "none")]
     repeats = sum(sha in shas[:i] for i, sha in enumerate(shas))
     assert repeats >= 1  # best == final at least, or the scenario tests nothing
     assert row["repeat_test_calls"] == repeats * tests["seed"]["n_items"]
     assert row["target_calls"] == made - row["repeat_test_calls"]
-    assert row["stages"]["test"] == (3 - repeats) * tests["seed"]["n_items"]
+    assert row["stages"]["test"] == (4 - repeats) * tests["seed"]["n_items"]
+
+
+def real_model_result(mode: str, calls: float, wall: float, test_diff: float) -> dict:
+    arm = {"target_calls": 400, "optimizer_calls": 30, "tokens": 200_000, "wall_s": 3600.0,
+           "test": {"seed": 0.5, "best": 0.6, "final": 0.6}}
+    new = {**arm, "target_calls": 400 * calls, "wall_s": 3600 * wall,
+           "test": {**arm["test"], "best": 0.6 + test_diff}}
+    return {"bench": "real_model", "commit": "0" * 40, "dirty": False, "date": "2026-12-01 00:00 UTC",
+            "command": "python bench/real_model.py", "figures": {
+                "mode": mode, "task": "ticket-routing", "target": "local/qwen2.5-coder-1.5b", "seed": 42,
+                "arms": {"reference": arm, "defaults": new}, "test_diff": test_diff,
+                "ratio": {"target_calls": calls, "optimizer_calls": 1.0, "tokens": 0.5, "wall_s": wall},
+                "met": calls <= 0.6 and wall <= 0.5 and test_diff >= 0}}
+
+
+def test_the_real_model_row_shows_a_full_run_only_and_names_each_miss():
+    quick = report.real_model_row({"real_model": real_model_result("quick", 0.5, 0.3, 0.0)})
+    assert quick.split(" | ")[2] == report.NOT_MEASURED and "~20+ minutes" in quick
+    met = report.real_model_row({"real_model": real_model_result("full", 0.55, 0.4, 0.01)})
+    assert "**0.55× target calls**" in met and "**0.40× wall time**" in met and met.split(" | ")[3].endswith(": met")
+    missed = report.real_model_row({"real_model": real_model_result("full", 0.7, 0.6, -0.02)})
+    assert "**missed** (calls above 0.6×, wall time above 0.5×, test score lower)" in missed
+
+
+def test_the_browser_row_shows_every_page_and_the_slow_ones():
+    dashboard = json.loads((ROOT / "bench" / "results" / "dashboard.json").read_text(encoding="utf-8"))
+    figures = {k: v for k, v in dashboard["figures"].items() if not k.startswith("browser_")}
+    without = report.browser_row({"dashboard": {**dashboard, "figures": figures}})
+    assert without.split(" | ")[2] == report.NOT_MEASURED and without.endswith("| — |")
+    browser = {"browser_first_s": {"Home": 1.5, "Monitor": 2.5}, "browser_rerender_s": {"Home": 0.5, "Monitor": 0.4},
+               "browser_first_target_s": 2.0, "browser_rerender_target_s": 1.0, "browser_met": False}
+    row = report.browser_row({"dashboard": {**dashboard, "figures": {**figures, **browser}}})
+    assert "Home 1.5 / 0.5 s, Monitor 2.5 / 0.4 s" in row and row.endswith(f"**missed** (over: Monitor) | "
+                                                                          f"{report.when(dashboard)} |")
+
+
+def test_the_overhead_verdict_needs_a_median_of_five_runs():
+    import subprocess
+
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "overhead.py"), "--repeats", "3"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "at least 5 runs" in done.stderr
+
+
+def test_the_real_model_bench_compares_both_arms_and_a_quick_run_saves_nothing():
+    """The script end to end on the simulated world (the embedded model takes an hour)."""
+    import subprocess
+
+    saved = ROOT / "bench" / "results" / "real_model.json"
+    before = saved.read_bytes() if saved.exists() else None
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "real_model.py"), "--quick", "--task", "sim-rulebook",
+                           "--target", "sim/target", "--optimizer", "sim/optimizer"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout.strip().splitlines()[-1])["figures"]
+    ref, new = figures["arms"]["reference"], figures["arms"]["defaults"]
+    assert figures["mode"] == "quick" and ref["status"] == new["status"] == "completed"
+    assert 0 < new["target_calls"] < ref["target_calls"]  # the defaults' cache and gate save calls
+    assert figures["ratio"]["target_calls"] == round(new["target_calls"] / ref["target_calls"], 3)
+    assert (saved.read_bytes() if saved.exists() else None) == before

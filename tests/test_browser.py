@@ -2,10 +2,12 @@
 `streamlit run app.py` and trainer subprocesses on the simulated models.
 
 Flows: launch a run from New run and follow it on Monitor; see an applied edit in the Skill
-evolution diff; approve edits on Approvals until the gate decides; stop a waiting run from
-Monitor; then visit the remaining pages (and the Gate timeline of the full run). Each page visited is saved as
-test-artifacts/<test>-<page>.png (SKILLOPT_UPDATE_SCREENSHOTS=1 also refreshes the
-README's data/screenshots/<page>.png).
+evolution diff; approve, rewrite and un-decide edits on Approvals until the gate decides, then
+find the rewritten edit, under the same number, on Skill evolution and in the blame; stop a
+waiting run from Monitor and resume it; then visit the remaining pages. Each page visited is
+saved as test-artifacts/<test>-<page>.png (SKILLOPT_UPDATE_SCREENSHOTS=1 also refreshes the
+README's data/screenshots/<page>.png). What a page showed wrong before (the run lost between
+pages, inline diffs, New run's errors, Stop's signal) is tested in test_browser_fixes.py.
 
 Every wait is an explicit condition with a timeout (Playwright's auto-retrying
 expectations); nothing sleeps for a fixed time and asserts afterwards.
@@ -22,6 +24,7 @@ import pytest
 from browser_util import (PAGE_S, VIEWPORT, Dashboard, assert_no_exception, launch_browser, open_page,
                           require_browser, settle, shot, start_dashboard, stop_process, stop_trainers)
 from skillopt import launcher
+from skillopt.config import DEFAULTS
 from skillopt.errors import UserError
 from skillopt.store.reader import Reader
 
@@ -198,7 +201,7 @@ def test_skill_evolution_shows_an_applied_edit_in_the_diff(dashboard, page, shar
     diff = page.locator(".skillopt-diff")
     expect_text(diff, re.escape(added))  # seed vs best, inline: the edit's line is in the diff box
     assert page.locator(".skillopt-diff ins").count() > 0
-    shot(page, "evolution", "skill_evolution")
+    shot(page, "evolution", "skill_evolution", focus=page.get_by_role("tab", name="Diff two versions"))
 
     page.get_by_text("side by side", exact=True).click()
     cell = page.locator(".skillopt-diff td").filter(has_text=added)
@@ -212,6 +215,48 @@ def test_skill_evolution_shows_an_applied_edit_in_the_diff(dashboard, page, shar
 
 
 # ---- 3. Approvals until the gate decides -------------------------------------------------
+
+PERSON = " (checked by a person)"  # what the test's person appends to the edit they rewrite
+
+
+def edit_number(card) -> int:
+    return int(re.search(r"Edit (\d+):", card.inner_text()).group(1))
+
+
+def approval_card(page, n: int = 0):
+    """The bordered card of the n-th edit on Approvals: the block around its header's columns."""
+    header = page.get_by_text(re.compile(r"^Edit \d+: ")).nth(n)
+    return header.locator("xpath=ancestor::*[@data-testid='stHorizontalBlock'][1]"
+                          "/ancestor::*[@data-testid='stVerticalBlock'][1]")
+
+
+def approve_step_one(page) -> tuple[int, str]:
+    """Decide step 1 the way a person would: reject the last edit and take that back, rewrite
+    the first one, approve the rest. Returns the rewritten edit's number and its new text."""
+    heading = page.get_by_text(re.compile(r"^Step 1: \d+ of \d+ edits wait for your decision$"))
+    total = int(re.search(r"of (\d+) edits", heading.inner_text()).group(1))
+    assert total >= 2, "step 1 proposes at least two edits"
+    # A decision can be taken back while another edit of the step still waits.
+    button(page, "Reject").last.click()
+    expect_text(heading, rf"^Step 1: {total - 1} of {total} edits")
+    button(page, "Undo this decision").click()
+    expect_text(heading, rf"^Step 1: {total} of {total} edits")
+
+    first = approval_card(page, 0)
+    number = edit_number(first)
+    proposed = first.get_by_test_id("stCode").first.inner_text().strip()
+    first.get_by_role("button", name=re.compile("Edit, then approve")).click()
+    box = page.get_by_role("textbox", name="Content")
+    rewritten = proposed + PERSON
+    box.fill(rewritten)
+    box.press("Control+Enter")
+    settle(page)
+    button(page, "Approve edited").click()
+    for left in range(total - 1, 0, -1):
+        expect_text(heading, rf"^Step 1: {left} of {total} edits")
+        button(page, "Approve").first.click()
+    return number, rewritten
+
 
 def test_approve_edits_until_the_gate_decides(dashboard, page):
     run_id, _ = start_run(dashboard, {**APPROVAL, "num_epochs": 1, "max_steps_per_epoch": 2}, "approval run")
@@ -227,20 +272,14 @@ def test_approve_edits_until_the_gate_decides(dashboard, page):
 
     open_page(page, dashboard, "6_Approvals", run_id, ready="wait for your decision")
     page.get_by_text(re.compile(r"waits for your approval of step 1")).first.wait_for()  # the badge
-    heading = page.get_by_text(re.compile(r"^Step 1: \d+ of \d+ edits wait for your decision$"))
-    total = int(re.search(r"of (\d+) edits", heading.inner_text()).group(1))
-    assert total >= 1
     shot(page, "approval", "approvals")
-
-    approvals = button(page, "Approve")
-    for left in range(total, 0, -1):
-        expect_text(heading, rf"^Step 1: {left} of {total} edits")
-        approvals.first.click()
-        if left > 1:
-            expect_text(heading, rf"^Step 1: {left - 1} of {total} edits")
-    # All decided: the trainer applies them, gates step 1, and the next step's edits wait.
+    number, rewritten = approve_step_one(page)
+    # All decided: the trainer applies them, gates step 1, and the next step's edits wait;
+    # the page says what the gate made of step 1.
     page.get_by_text(re.compile(r"^Step 2: \d+ of \d+ edits wait for your decision$")).wait_for()
-    shot(page, "approval", "approvals_step2")
+    verdict = page.get_by_text(re.compile(r"^Step 1: the gate (accepted|rejected)"))
+    verdict.wait_for()
+    shot(page, "approval", "approvals_step2", focus=verdict)
 
     # Monitor (no reload): step 1 is done; the gate timeline has its decision.
     expect_text(metric(monitor, "Step"), r"^1 / 2$")
@@ -250,8 +289,8 @@ def test_approve_edits_until_the_gate_decides(dashboard, page):
         decided = {a["status"] for a in r.approvals(run_id, 1)}
     finally:
         r.close()
-    assert decided == {"approved"}
-    assert decision in ("accept", "accept_new_best", "reject", "skip")
+    assert decided == {"approved", "edited"}
+    assert ("accepted" in verdict.inner_text()) == (decision in ("accept", "accept_new_best"))
     monitor.close()
 
     open_page(page, dashboard, "4_Gate_timeline", run_id, ready="Rejected-edit buffer")
@@ -263,13 +302,34 @@ def test_approve_edits_until_the_gate_decides(dashboard, page):
     page.locator(".js-plotly-plot").first.wait_for()
     shot(page, "approval", "gate_timeline_step1")
 
+    human_edit_is_shown_with_its_number(page, dashboard, run_id, number, rewritten, decision)
     launcher.stop(run_id, db=dashboard.db)  # step 2 would wait for ever; the trainer stops cooperatively
     wait_status(dashboard, run_id, ("stopped",))
 
 
-# ---- 4. Stop from Monitor ----------------------------------------------------------------
+def human_edit_is_shown_with_its_number(page, dash: Dashboard, run_id: str, number: int, rewritten: str,
+                                        decision: str) -> None:
+    """Skill evolution shows the person's text, the optimizer's proposal and the same number
+    the edit had on Approvals; the blame names the person."""
+    open_page(page, dash, "3_Skill_evolution", run_id, ready="Diff two versions")
+    page.get_by_role("tab", name="Edits of a step").click()
+    badges = page.get_by_test_id("stMarkdownContainer").filter(
+        has=page.get_by_text(f"edit {number}", exact=True)).filter(has_text="edited by a person").first
+    card = badges.locator("xpath=ancestor::*[@data-testid='stVerticalBlock'][1]")
+    card.wait_for()
+    codes = [c.strip() for c in card.get_by_test_id("stCode").all_inner_texts()]
+    assert codes[:2] == [rewritten, rewritten.removesuffix(PERSON)]  # the applied text first, then the proposal
+    card.get_by_text("content, as a person rewrote it during approval (this text was applied)").wait_for()
+    shot(page, "approval", "skill_evolution_edited", focus=card)
+    if decision in ("accept", "accept_new_best"):  # the rewritten line is in the best skill: blame names the person
+        page.get_by_role("tab", name="Blame of the best skill").click()
+        page.get_by_text(re.compile(rf"Rewritten by a person during approval: step 1 · edit {number} \(1 line\)")
+                         ).wait_for()
 
-def test_stop_a_waiting_run_from_monitor(dashboard, page):
+
+# ---- 4. Stop from Monitor, then resume ----------------------------------------------------
+
+def test_stop_a_waiting_run_from_monitor_and_resume_it(dashboard, page):
     run_id, proc = start_run(dashboard, {**APPROVAL, "num_epochs": 4}, "run to stop")
     wait_status(dashboard, run_id, ("waiting_approval",))
     open_page(page, dashboard, "2_Monitor", run_id, ready="Status:")
@@ -283,6 +343,10 @@ def test_stop_a_waiting_run_from_monitor(dashboard, page):
     assert not button(page, "Stop").count()
     settle(page)
     assert_no_exception(page)
+    # The store says "done" for every end; a stopped run lights no stage of the strip.
+    strip = page.get_by_test_id("stMarkdownContainer").filter(has_text="Rollout →").first
+    expect_text(strip, r"ended early: stopped")
+    assert not strip.locator("strong").filter(has_text="Done").count()
     shot(page, "stop", "monitor_stopped")
     proc.wait(30)
     assert proc.returncode not in (130, -15), "the trainer had to be killed instead of stopping cooperatively"
@@ -292,6 +356,21 @@ def test_stop_a_waiting_run_from_monitor(dashboard, page):
         assert r.run(run_id)["reason"] == "stop requested"  # the SIGTERM fallback would say otherwise
     finally:
         r.close()
+
+    # Resume: at once no second Resume, and the page follows the trainer back to life by itself.
+    from playwright.sync_api import expect
+
+    button(page, "Resume").click()
+    try:
+        expect(button(page, "Resume")).to_have_count(0)
+        expect_text(status_line(page), r"waiting_approval")
+        button(page, "Stop").wait_for()
+    finally:
+        # The resumed trainer is the dashboard's child, not the test's: stop it once it has
+        # reported (resuming clears a stop requested before it started).
+        wait_status(dashboard, run_id, ("waiting_approval",))
+        launcher.stop(run_id, db=dashboard.db)
+        wait_status(dashboard, run_id, ("stopped",))
 
 
 # ---- 5. the other pages, on the completed run ---------------------------------------------
@@ -305,16 +384,37 @@ PAGES = {  # page file stem -> (screenshot name, text that shows it rendered wit
 }
 
 
+def wait_for_fresh_cache(dash: Dashboard) -> None:
+    """Wait until the dashboard's short data cache (common.TTL_S) is younger than the store's
+    last change, so a screenshot shows what the store holds, not a second-old status."""
+    from skillopt.ui.common import TTL_S
+
+    r = reader(dash)
+    try:
+        changed = max(row["updated_at"] or 0 for row in r.runs())
+    finally:
+        r.close()
+    while time.time() < changed + TTL_S + 0.5:
+        time.sleep(0.1)
+
+
 @pytest.mark.parametrize("stem", list(PAGES))
 def test_every_page_renders_the_run(dashboard, page, shared, stem):
     run_id = launched_run(dashboard, shared)
+    wait_for_fresh_cache(dashboard)
     name, ready = PAGES[stem]
     if stem == "8_Compare_runs":
-        other, proc = start_run(dashboard, {**SIM, "num_epochs": 2, "gate_mode": "paired"}, "paired gate")
+        # The other gate than the default: the two runs differ at least in gate_mode.
+        other_gate = "strict" if DEFAULTS["gate_mode"].default == "paired" else "paired"
+        other, proc = start_run(dashboard, {**SIM, "num_epochs": 2, "gate_mode": other_gate}, f"{other_gate} gate")
         assert proc.wait(120) == 0
         open_page(page, dashboard, stem, ready=ready, runs=f"{run_id},{other}")
-        expect_text(page.get_by_test_id("stMultiSelect"), r"browser run.*paired gate")
+        expect_text(page.get_by_test_id("stMultiSelect"), rf"browser run.*{other_gate} gate")
         expect_text(page.get_by_text(re.compile(r"keys differ")), r"^[1-9]\d* of \d+ keys differ")  # gate_mode
     else:
         open_page(page, dashboard, stem, None if stem == "app" else run_id, ready=ready)
     shot(page, "tour", name)
+    if stem == "7_Rollouts":  # the test split item by item, and the choice task's confusion table
+        section = page.get_by_role("heading", name="Test split: seed skill vs best skill")
+        page.get_by_text(re.compile(r"^\d+ test items · \d+ fixed · \d+ broken")).wait_for()
+        shot(page, "tour", "rollouts_test_split", focus=section)

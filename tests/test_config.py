@@ -8,7 +8,8 @@ def test_reference_defaults():
     c = RunConfig()
     assert (c.num_epochs, c.batch_size, c.minibatch_size, c.analyst_workers) == (4, 40, 8, 16)
     assert (c.learning_rate, c.min_learning_rate, c.lr_scheduler) == (4, 2, "cosine")
-    assert (c.use_gate, c.gate_mode, c.gate_metric, c.gate_mixed_weight) == (True, "strict", "hard", 0.5)
+    # paired: the published strict rule's decisions at these defaults, in fewer calls
+    assert (c.use_gate, c.gate_mode, c.gate_metric, c.gate_mixed_weight) == (True, "paired", "hard", 0.5)
     assert (c.use_slow_update, c.slow_update_samples, c.slow_update_gate, c.use_meta_skill) == (True, 20, True, True)
     assert (c.failure_only, c.rejected_buffer_scope, c.approval_mode, c.seed) == (False, "epoch", False, 42)
     assert (c.selection_size, c.test_size) == (0, 0)

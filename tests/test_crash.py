@@ -18,8 +18,10 @@ import pytest
 from killer import fingerprint, integrity, run_killer, survive
 from skillopt.store.writer import Store
 
+# check_evidence=false: the sweep needs steps the gate rejects, which the evidence check would
+# mostly pre-empt on the simulated world.
 OVERRIDES = ("num_epochs=2", "max_steps_per_epoch=2", "batch_size=16", "slow_update_samples=8",
-             "selection_size=20", "test_size=20")
+             "selection_size=20", "test_size=20", "check_evidence=false")
 WORKERS = 3  # subprocesses at a time: they mostly wait on SQLite and process start-up
 
 # (kill points in order: the start, then each resume; the stage the FIRST kill must leave the run in)
@@ -48,9 +50,15 @@ KILL_POINTS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("test@2+1",), "test"),                 # during the best skill's test evaluation
     (("test@3",), "test"),                   # as the final skill's test evaluation starts
     (("TestEvaluated@2:tx",), "test"),       # inside a test result's transaction
+    # inside the flush of buffered call rows and cache entries, in the transaction of an event
+    (("rollout@1:flush",), "rollout"),       # the first step's rollouts, flushed with their rows
+    (("gate@2:flush",), "gate"),             # rows buffered during the first step's gate
+    (("slow_update@1:flush",), "slow_update"),  # rows of the slow update's rollouts
+    (("test@2:flush",), "test"),             # rows of the best skill's test evaluation
     # killed again while resuming (twice, then three times)
     (("gate@1+4", "reflect@1+1"), "gate"),
     (("rollout@3+2", "gate@1+2", "StepCompleted@1:tx"), "rollout"),
+    (("gate@2:flush", "rollout@1:flush"), "gate"),
 )
 
 
@@ -111,13 +119,37 @@ def test_reference_run_exercises_accepts_rejects_and_a_slow_update(reference):
     decisions = {s[3] for s in reference["steps"]}
     assert reference["status"] == "completed" and len(reference["steps"]) == 4
     assert "reject" in decisions and any(d.startswith("accept") for d in decisions)
-    assert reference["slow"] and reference["meta"] and set(reference["tests"]) == {"seed", "best", "final"}
+    assert reference["slow"] and reference["meta"] and set(reference["tests"]) == {"seed", "best", "final", "none"}
 
 
 @pytest.mark.parametrize("point", KILL_POINTS, ids=[_id(p) for p in KILL_POINTS])
 def test_killed_run_resumes_to_the_same_result(sweep, reference, point):
     kills, stage = point
     assert survived(sweep[kills], reference, stage) == []
+
+
+def _paid(db: Path) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT COUNT(*) FROM llm_calls WHERE cached = 0").fetchone()[0]
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("kill", ["StepCompleted@1", "gate@2:flush"])
+def test_a_response_paid_for_is_paid_again_only_if_its_unit_was_in_flight(tmp_path, kill):
+    """Call rows and cache entries are buffered until the next event's transaction, so a kill
+    loses those of the unit in flight: their rows vanish with them and the resumed run pays
+    them once more. Everything committed before is served from the cache. Either way the paid
+    calls on record add up to exactly the uninterrupted run's; a cache that lost committed
+    entries would make the resumed run pay them again, on top."""
+    ref_db, db = tmp_path / "ref.db", tmp_path / "killed.db"
+    assert run_killer(ref_db, "run", 0, "start", *OVERRIDES) == 0
+    assert run_killer(db, "run", kill, "start", *OVERRIDES) == -9
+    before = _paid(db)
+    assert 0 < before < _paid(ref_db)
+    assert run_killer(db, "run", 0, "resume") == 0
+    assert _paid(db) == _paid(ref_db)
 
 
 # ---- approval mode: killed while waiting for a person -------------------------------------------

@@ -202,7 +202,7 @@ def test_run_with_every_kind_of_fault_completes(flaky_store):
     db, run_id, flaky, waits = flaky_store
     run = Reader(db).run(run_id)
     assert run["status"] == "completed", run["reason"]
-    assert set(Reader(db).tests(run_id)) == {"seed", "best", "final"}
+    assert set(Reader(db).tests(run_id)) == {"seed", "best", "final", "none"}
     every = set(TARGET_FAULTS) | set(OPTIMIZER_FAULTS) | set(EDIT_FAULTS)
     assert {k for k, n in flaky.injected.items() if n} == every, "the schedule must inject every kind"
     assert RETRY_AFTER_S in waits  # a 429's Retry-After travelled through litellm's exception

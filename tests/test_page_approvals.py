@@ -123,6 +123,11 @@ def test_decisions_from_the_page_drive_the_run(approval_run):
     at.button(key="edited-2-0").click().run()
     assert not at.exception
     at.button(key="reject-2-1").click().run()
+    # A decision can be taken back while another edit of the step still waits.
+    at.button(key="undo-2-1").click().run()
+    assert not at.exception
+    assert reader.approvals(RUN_ID, 2)[1]["status"] == "pending"
+    at.button(key="reject-2-1").click().run()
     for row in rows[2:]:
         at.button(key=f"approve-2-{row['idx']}").click().run()
     assert not at.exception
@@ -136,6 +141,13 @@ def test_decisions_from_the_page_drive_the_run(approval_run):
     assert candidate is not None and EDITED in candidate  # the person's text is what the gate judged
     rejected = json.loads(rows[1]["edit_json"])["content"]
     assert rejected not in candidate
+    # One numbering: the edit shown as "Edit n" for approval is edit n of the step's record.
+    edits = {e["idx"]: e for e in reader.edits(RUN_ID, 2)}
+    for row in rows:
+        proposed = json.loads(row["edit_json"])
+        recorded = edits[proposed["number"]]
+        assert (recorded["op"], recorded["target"]) == (proposed["op"], proposed["target"])
+    assert edits[json.loads(rows[0]["edit_json"])["number"]]["content"] == EDITED
 
     at = page(RUN_ID)
     assert any("Nothing waits for approval" in s.value for s in at.success)
@@ -155,11 +167,17 @@ def test_icons_and_header_use_the_vocabulary():
     from skillopt.vocabulary import APPROVALS
 
     assert set(approvals.DECISION_ICONS) == set(APPROVALS)
-    header = approvals.edit_header(0, {"op": "add", "source": "failure", "support": 3})
+    header = approvals.edit_header(1, {"op": "add", "source": "failure", "support": 3})
     assert header == "**Edit 1: `add`** · source failure · support 3"
     # Model-written words outside the vocabulary never reach the markdown.
-    assert approvals.edit_header(1, {"op": "**x**", "source": "<b>"}) == "**Edit 2: `edit`** · source  · support 1"
+    assert approvals.edit_header(2, {"op": "**x**", "source": "<b>"}) == "**Edit 2: `edit`** · source  · support 1"
     history = [{"step": 1, "status": "approved", "n": 2}, {"step": 1, "status": "rejected", "n": 1},
-               {"step": 2, "status": "edited", "n": 1}]
-    assert approvals.history_table(history) == [{"step": 1, "approved": 2, "rejected": 1},
-                                                {"step": 2, "edited": 1}]
+               {"step": 2, "status": "edited", "n": 1}, {"step": 3, "status": "pending", "n": 2}]
+    steps = [{"step": 1, "decision": "accept", "current_score": 0.5, "candidate_score": 0.6}]
+    assert approvals.history_table(history, steps) == [
+        {"step": 1, "approved": 2, "rejected": 1, "gate": "accept", "selection before": 0.5,
+         "selection with the edits": 0.6},
+        {"step": 2, "edited": 1, "gate": "gate running", "selection before": None, "selection with the edits": None},
+        {"step": 3, "pending": 2, "gate": "waits for decisions", "selection before": None,
+         "selection with the edits": None}]
+    assert approvals.gate_result(1, steps[0]) == "Step 1: the gate accepted the candidate: selection 0.500 → 0.600."

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.helpers import run_sim
 from skillopt.store.reader import Reader
-from skillopt.ui import monitor as mon
+from skillopt.ui import compare
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGE = "pages/8_Compare_runs.py"
@@ -56,12 +56,24 @@ def test_two_runs_overlaid_with_params_and_skill_diff(two_runs, monkeypatch):
         assert trace["y"][-1] == pytest.approx(after)
         assert "SIMULATED" in next(label for label in curves if label.startswith(name))
 
-    params = at.dataframe[0].value
+    # What each run spent, side by side.
+    costs = at.dataframe[0].value
+    for run_id, column in zip((a, b), costs.columns):
+        usage = reader.usage(run_id)
+        assert costs.loc["target calls", column] == f"{usage['target_calls']:,}"
+        assert costs.loc["prompt tokens", column] == f"{usage['prompt_tokens']:,}"
+        assert costs.loc["evaluation-cache hits", column] == f"{usage['eval_cache_hits']:,}"
+        assert costs.loc["wall time", column] != "—"
+    # Each run its own colour.
+    colours = [t["line"]["color"] for t in spec["data"]]
+    assert len(set(colours)) == 2
+
+    params = at.dataframe[1].value
     assert {"num_epochs", "lr_scheduler"} <= set(params.index)  # only differing keys by default
     assert "batch_size" not in params.index and "seed" not in params.index
     assert list(params.loc["num_epochs"]) == ["1", "2"]
     at.toggle[0].set_value(False).run()
-    assert "batch_size" in at.dataframe[0].value.index
+    assert "batch_size" in at.dataframe[1].value.index
 
     best_a, best_b = reader.best_skill(a), reader.best_skill(b)
     assert best_a != best_b
@@ -74,6 +86,17 @@ def test_two_runs_overlaid_with_params_and_skill_diff(two_runs, monkeypatch):
 def side(diff_html: str, drop: str) -> str:
     kept = re.sub(rf"<{drop}\b[^>]*>.*?</{drop}>", "", diff_html, flags=re.S)
     return html.unescape(re.sub(r"<[^>]+>", "", kept))
+
+
+def test_without_a_link_it_opens_on_the_current_run(two_runs, monkeypatch):
+    db, a, b = two_runs
+    monkeypatch.setenv("SKILLOPT_DB", str(db))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.switch_page(PAGE)
+    at.query_params["run"] = a  # the run another page was showing (b is newer)
+    at.run()
+    assert not at.exception
+    assert at.multiselect[0].value == [a, b]
 
 
 def test_runs_from_the_url_and_a_single_run(two_runs, monkeypatch):
@@ -91,7 +114,7 @@ def test_params_frame_marks_differences():
              "config": {"num_epochs": 1, "seed": 42, "gate_alpha": 0.25}},
             {"task": "t", "status": "completed", "simulated": 1, "best_score": 0.75,
              "config": {"num_epochs": 2, "seed": 42, "gate_alpha": 0.25}}]
-    frame, differing = mon.params_frame(runs, ["a", "b"])
+    frame, differing = compare.params_frame(runs, ["a", "b"])
     assert differing == ["best selection score", "num_epochs"]
     assert list(frame.loc["gate_alpha"]) == ["0.25", "0.25"] and list(frame.loc["simulated"]) == ["true", "true"]
     assert list(frame.loc["test: seed"]) == ["", ""]

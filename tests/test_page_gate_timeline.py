@@ -38,7 +38,7 @@ def rejecting_run(tmp_path_factory):
     """A run whose gate rejects a step early in an epoch, so later steps see a non-empty buffer."""
     for seed in (7, 3, 11, 5, 13, 17, 19, 23):
         db = tmp_path_factory.mktemp(f"reject{seed}") / "skillopt.db"
-        run_id = run_sim(db, "num_epochs=3", "batch_size=20", f"seed={seed}")
+        run_id = run_sim(db, "num_epochs=3", "batch_size=20", f"seed={seed}", "check_evidence=false")
         r = Reader(db)
         try:
             if _early_rejection(r, run_id):
@@ -134,7 +134,7 @@ def test_edits_of_a_step_list_dropped_edits_with_their_reason(sim_db_env, monkey
     at.selectbox(key="edits_step").set_value(dropped_at[0]).run()
     assert not at.exception
     frame = _frame_with(at, "fate")
-    assert list(frame["#"]) == [e["idx"] for e in edits] and list(frame["fate"]) == [e["fate"] for e in edits]
+    assert list(frame["edit"]) == [e["idx"] + 1 for e in edits] and list(frame["fate"]) == [e["fate"] for e in edits]
     assert list(frame["why"]) == [e["note"] for e in edits]
     shown = frame[frame["fate"] == "dropped"]
     assert len(shown) and all(w.split(": ", 1)[0] in DROP_REASONS for w in shown["why"])

@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 from skillopt import events as ev
 from skillopt.store import export
 from skillopt import launcher, schedules
+from skillopt import process
 from skillopt.store.reader import Reader
 from skillopt.store.writer import Store
 from skillopt.ui import monitor as mon
@@ -72,6 +73,13 @@ def test_completed_run_shows_its_numbers(sim_db_env):
     assert len(t["selection: candidate"]["x"]) == sum(s["candidate_score"] is not None for s in steps)
     for which in ("seed", "best", "final"):
         assert t[f"test: {which} skill"]["y"] == [pytest.approx(tests[which]["score"])]
+    if "none" in tests:
+        assert t["test: no skill"]["y"] == [pytest.approx(tests["none"]["score"])]
+    # The headline: the test result first, and how long the run took.
+    head = next(m.value for m in at.markdown if m.value.startswith("**Test split:**"))
+    assert f"seed {tests['seed']['score']:.3f}" in head and f"**best {tests['best']['score']:.3f}**" in head
+    detail = next(c.value for c in at.caption if " · took " in c.value)
+    assert mon.human_duration(run["finished_at"] - run["started_at"]) in detail
 
     b = traces(budget)
     config = run["config"]
@@ -82,7 +90,7 @@ def test_completed_run_shows_its_numbers(sim_db_env):
 
     usage_table = at.dataframe[0].value
     assert usage_table["calls"].sum() == sum(r["calls"] for r in reader.usage_by_stage(run_id))
-    assert set(usage_table["stage"]) >= {"rollout", "reflect", "gate", "test"}
+    assert set(usage_table["stage"]) >= {"rollout", "reflection", "gate", "test"}  # labels, not internal names
     events = at.dataframe[1].value
     assert "completed" in set(events["message"])
     labels = {b.label for b in at.button}
@@ -101,10 +109,25 @@ def test_export_files_match_the_cli_export(sim_run, tmp_path):
     assert len(rows) == len(reader.steps(run_id))
 
 
-def test_unknown_run_id_waits_for_a_starting_run(sim_db_env):
+def test_unknown_run_id_is_said_so_not_replaced(sim_db_env):
     at = page("20990101-000000-abcdef")
-    assert any("is starting" in i.value for i in at.info)
-    assert [b.label for b in at.button] == ["Show another run instead"]
+    assert any("There is no run `20990101-000000-abcdef`" in w.value for w in at.warning)
+    assert not at.metric  # no other run's numbers in its place
+    assert at.selectbox[0].value is None
+
+
+def test_a_launched_run_without_a_row_is_starting(sim_db_env):
+    db, _ = sim_db_env
+    log = launcher.log_path(db, "20990101-000000-fedcba")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("loading the task…\n")
+    try:
+        at = page("20990101-000000-fedcba")
+        assert any("is starting" in i.value for i in at.info)
+        assert any("loading the task" in c.value for c in at.code)
+        assert [b.label for b in at.button] == ["Show another run instead"]
+    finally:
+        log.unlink()
 
 
 def test_stopped_run_offers_resume(sim_run, tmp_path, monkeypatch):
@@ -115,12 +138,26 @@ def test_stopped_run_offers_resume(sim_run, tmp_path, monkeypatch):
     store.close()
     monkeypatch.setenv("SKILLOPT_DB", str(db))
     resumed = []
-    monkeypatch.setattr(launcher, "resume", lambda rid, db=None: resumed.append((rid, db)))
-    at = page(run_id)
-    assert "Stop" not in [b.label for b in at.button]
-    next(b for b in at.button if b.label == "Resume").click().run()
-    assert not at.exception
-    assert resumed == [(run_id, db)]
+    trainer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # a trainer still starting
+
+    def fake_resume(rid, db=None):
+        resumed.append((rid, db))
+        return trainer
+
+    monkeypatch.setattr(launcher, "resume", fake_resume)
+    try:
+        at = page(run_id)
+        assert "Stop" not in [b.label for b in at.button]
+        assert not any("**:blue[" in m.value for m in at.markdown if "Rollout" in m.value)  # stopped: no stage lit
+        next(b for b in at.button if b.label == "Resume").click().run()
+        assert not at.exception
+        assert resumed == [(run_id, db)]
+        # Until the trainer reports, the page says it is resuming and offers no second Resume.
+        assert any(f"pid {trainer.pid}) is starting" in i.value for i in at.info)
+        assert "Resume" not in [b.label for b in at.button]
+    finally:
+        trainer.kill()
+        trainer.wait()
 
 
 def test_model_call_faults_show_errors_and_notes_in_their_own_columns(sim_run, tmp_path, monkeypatch):
@@ -143,16 +180,21 @@ def test_model_call_faults_show_errors_and_notes_in_their_own_columns(sim_run, t
     assert [m.value for m in at.markdown if m.value.startswith("**Model call faults**")] == [
         f"**Model call faults** · {errors:,} error(s) · {notes:,} note(s)"]
     faults = next(d.value for d in at.dataframe if "note" in d.value.columns)
-    assert list(faults.columns) == ["step", "stage", "role", "model", "attempts", "error", "note"]
+    assert list(faults.columns) == ["step", "stage", "role", "model", "attempts", "error", "note", "cause"]
+    assert set(faults["cause"]) == {"injected by the simulated model"}  # sim/target: faults made on purpose
     assert [tuple(r) for r in faults[["step", "error", "note"]].head(2).itertuples(index=False)] == [
         (99, "", "retried: rate_limit: slow down"), (99, "timeout: read timed out", "")]
     usage_table = at.dataframe[0].value
     assert (int(usage_table["errors"].sum()), int(usage_table["notes"].sum())) == (errors, notes)
 
 
-def _set_live(db: Path, run_id: str, pid: int) -> None:
+def _set_live(db: Path, run_id: str, pid: int, host: str | None = None, started_at: float | None = None) -> None:
+    """Mark the run live in trainer process `pid` of this host (its real start time by default)."""
     store = Store(db)
     store.set_status(run_id, "running", pid=pid)
+    with store.tx() as c:
+        c.execute("UPDATE runs SET host = ?, pid_started_at = ? WHERE id = ?",
+                  (host or process.host_name(), started_at or process.process_started_at(pid), run_id))
     run = store.run(run_id)
     store(ev.StageChanged(run_id=run_id, step=run["step"], epoch=run["epoch"], stage="reflect"))
     store.close()
@@ -164,7 +206,7 @@ def test_live_run_can_be_stopped(sim_run, tmp_path, monkeypatch):
     _set_live(db, run_id, os.getpid())  # a process that certainly runs: this one
     monkeypatch.setenv("SKILLOPT_DB", str(db))
     stopped = []
-    monkeypatch.setattr(launcher, "stop", lambda rid, db=None, grace_s=0: stopped.append((rid, grace_s)))
+    monkeypatch.setattr(launcher, "stop", lambda rid, db=None, grace_s=0: stopped.append((rid, grace_s)) or "stopped")
     at = page(run_id)
     assert any("`running`" in m.value for m in at.markdown)
     assert "Resume" not in [b.label for b in at.button]
@@ -199,10 +241,17 @@ def test_eta_is_mean_step_duration_times_steps_left():
 def test_effective_status_spots_dead_trainers():
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
-    assert launcher.process_alive(os.getpid())
-    assert not launcher.process_alive(child.pid) and not launcher.process_alive(None)
+    assert process.process_alive(os.getpid())
+    assert not process.process_alive(child.pid) and not process.process_alive(None)
     assert mon.effective_status({"status": "running", "pid": child.pid}) == "interrupted"
     assert mon.effective_status({"status": "running", "pid": os.getpid()}) == "running"
+    me = process.this_process()
+    alive = {"status": "running", "pid": me.pid, "host": me.host, "pid_started_at": me.started_at}
+    assert mon.effective_status(alive) == "running"
+    # The same pid with another start time is another process: the trainer is gone.
+    assert mon.effective_status(alive | {"pid_started_at": me.started_at - 1000}) == "interrupted"
+    # A trainer on another host cannot be seen from here: its stored status stands.
+    assert mon.effective_status(alive | {"host": "elsewhere.example", "pid": child.pid}) == "running"
     assert mon.effective_status({"status": "pending", "pid": None}) == "pending"
     assert mon.effective_status({"status": "completed", "pid": child.pid}) == "completed"
     assert mon.can_resume({"status": "failed"}) and not mon.can_resume({"status": "completed"})
@@ -240,10 +289,13 @@ def test_stage_strip_and_call_totals():
 
     strip = mon.stage_strip("gate")
     assert strip.split(" → ") == ["**:blue[Gate]**" if s == "gate" else mon.STAGE_LABELS[s] for s in STAGES]
+    assert "**:blue[Done]**" in mon.stage_strip("done", "completed")
+    stopped = mon.stage_strip("done", "stopped")  # the store says "done" for every end
+    assert "**:blue[" not in stopped and "Done" not in stopped and "ended early: stopped" in stopped
     assert mon.stage_label("") == "starting" and mon.stage_label("meta") == "Meta skill"
     assert mon.total_calls({"target_calls": 3, "optimizer_calls": 2, "judge_calls": 1, "cache_hits": 9}) == 6
-    assert mon.tests_caption({"best": {"score": 0.5}, "seed": {"score": 0.25}}) == \
-        "Test split: seed skill 0.250 · best skill 0.500"
+    assert mon.tests_caption({"best": {"score": 0.5}, "seed": {"score": 0.25}, "none": {"score": 0.2}}) == \
+        "Test split: no skill 0.200 · seed skill 0.250 · best skill 0.500"
 
 
 def test_resume_and_the_dashboard_share_one_liveness_check(sim_run, tmp_path):
@@ -266,4 +318,4 @@ def test_resume_and_the_dashboard_share_one_liveness_check(sim_run, tmp_path):
     finally:
         child.kill()
         child.wait()
-    assert not launcher.process_alive(child.pid)
+    assert not process.process_alive(child.pid)

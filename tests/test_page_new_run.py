@@ -16,9 +16,11 @@ from skillopt.config import FIELD_NAMES, RunConfig, field_help
 from skillopt.errors import TaskError
 from skillopt.plan import Plan
 from skillopt.store.reader import Reader
+from skillopt.tasks.csvimport import MAX_UPLOAD_BYTES
 from skillopt.tasks.loader import load_task
 from skillopt.tasks.task import Item
 from skillopt.ui import forms
+from skillopt.ui import uploads
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGE = "pages/1_New_run.py"
@@ -28,7 +30,7 @@ SIM_SEED = load_task("sim-rulebook").seed_skill
 @pytest.fixture(autouse=True)
 def isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("SKILLOPT_DB", str(tmp_path / "runs" / "skillopt.db"))
-    monkeypatch.setenv(forms.UPLOADS_ENV, str(tmp_path / "uploads"))
+    monkeypatch.setenv(uploads.UPLOADS_ENV, str(tmp_path / "uploads"))
     st.cache_data.clear()
     st.cache_resource.clear()
     yield
@@ -313,13 +315,15 @@ def test_launch_writes_the_edited_seed_skill_next_to_the_store(tmp_path, monkeyp
 
 
 def test_upload_helpers():
-    assert forms.split_ratio("2:1:7") == (2.0, 1.0, 7.0)
-    for bad in ("2:1", "a:b:c", "0:0:0", "-1:1:1"):
+    assert uploads.split_ratio("2:1:7") == (2.0, 1.0, 7.0)
+    for bad in ("2:1", "a:b:c", "0:0:0", "-1:1:1", "inf:1:1", "nan:1:1", "1e400:1:1"):
         with pytest.raises(TaskError, match="give three non-negative numbers"):
-            forms.split_ratio(bad)
-    assert forms.default_inputs(["ID", "q", "Label", "extra", "ans"], "ans", "(row number)") == ["q", "extra"]
-    assert forms.upload_table("t.jsonl", b'{"q": "x", "a": "1"}\n') == (b"q,a\nx,1\n", ["q", "a"])
-    assert forms.default_task_index(["a", forms.DEFAULT_TASK]) == 1 and forms.default_task_index(["a"]) == 0
+            uploads.split_ratio(bad)
+    with pytest.raises(TaskError, match=r"give every split a share \(empty: selection\)"):
+        uploads.split_ratio("2:0:7")
+    assert uploads.default_inputs(["ID", "q", "Label", "extra", "ans"], "ans", "(row number)") == ["q", "extra"]
+    assert uploads.upload_table("t.jsonl", b'{"q": "x", "a": "1"}\n') == (b"q,a\nx,1\n", ["q", "a"])
+    assert uploads.default_task_index(["a", uploads.DEFAULT_TASK]) == 1 and uploads.default_task_index(["a"]) == 0
 
 
 def test_model_prices_are_zero_for_local_and_simulated():
@@ -329,22 +333,22 @@ def test_model_prices_are_zero_for_local_and_simulated():
 
 def test_jsonl_becomes_csv_with_every_column():
     data = b'{"id": "a", "q": "x"}\n\n{"id": "b", "q": "y", "meta": {"k": 1}}\n'
-    text = forms.jsonl_to_csv("t.jsonl", data).decode()
+    text = uploads.jsonl_to_csv("t.jsonl", data).decode()
     assert text.splitlines() == ["id,q,meta", "a,x,", 'b,y,"{""k"": 1}"']
-    assert forms.csv_columns("t.csv", text.encode()) == ["id", "q", "meta"]
+    assert uploads.csv_columns("t.csv", text.encode()) == ["id", "q", "meta"]
     with pytest.raises(TaskError, match="t.jsonl:1: each line must be a JSON object"):
-        forms.jsonl_to_csv("t.jsonl", b"[1, 2]\n")
+        uploads.jsonl_to_csv("t.jsonl", b"[1, 2]\n")
     with pytest.raises(TaskError, match="over the 20 MB upload limit"):
-        forms.check_upload("big.csv", b"x" * (forms.MAX_UPLOAD_BYTES + 1))
+        uploads.check_upload("big.csv", b"x" * (MAX_UPLOAD_BYTES + 1))
     with pytest.raises(TaskError, match="semi.csv:1: the header row has an empty column name"):
-        forms.csv_columns("semi.csv", b"a;;b\n1;2;3\n")
+        uploads.csv_columns("semi.csv", b"a;;b\n1;2;3\n")
 
 
 def test_mapping_and_task_names_are_safe():
-    assert forms.mapping_for(["Subject", "Body text", "ID", "2nd"]) == {
+    assert uploads.mapping_for(["Subject", "Body text", "ID", "2nd"]) == {
         "subject": "Subject", "body_text": "Body text", "id_text": "ID", "f_2nd": "2nd"}
-    assert forms.mapping_for(["a b", "a-b"]) == {"a_b": "a b", "a_b_2": "a-b"}
-    assert forms.task_name("My Tickets (v2)!") == "my-tickets-v2"
+    assert uploads.mapping_for(["a b", "a-b"]) == {"a_b": "a b", "a_b_2": "a-b"}
+    assert uploads.task_name("My Tickets (v2)!") == "my-tickets-v2"
     with pytest.raises(TaskError):
-        forms.task_name("!!!")
+        uploads.task_name("!!!")
     assert json.dumps(forms.CHOICES["gate_mode"]) == '["strict", "paired"]'

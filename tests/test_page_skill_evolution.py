@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
 from pathlib import Path
 
@@ -82,10 +83,11 @@ def test_edit_cards_of_a_step(page):
     step = at.select_slider(key="edit_step").value
     edits = r.edits(run_id, step)
     assert edits, "the default step is the last one with proposed edits"
-    cards = [m.value for m in at.markdown if m.value.startswith("`#")]
+    cards = [m.value for m in at.markdown if m.value.startswith("`edit ")]
     assert len(cards) == len(edits)
     for card, e in zip(cards, edits):
-        assert f"`#{e['idx']}`" in card and f"`fate: {e['fate']}`" in card and f"`{e['op']}`" in card
+        assert card.startswith(f"`edit {e['idx'] + 1}`")  # numbered from 1, as on Approvals and Gate timeline
+        assert f"`fate: {e['fate']}`" in card and f"`{e['op']}`" in card
         if e["status"]:
             assert f"`patch: {e['status']}`" in card
         if e["gate"]:
@@ -96,7 +98,7 @@ def test_edit_cards_of_a_step(page):
     fates = {e["fate"] for e in edits}
     at.multiselect(key="edit_fates").set_value(sorted(fates)[:1]).run()
     kept = [e for e in edits if e["fate"] == sorted(fates)[0]]
-    assert len([m for m in at.markdown if m.value.startswith("`#")]) == len(kept)
+    assert len([m for m in at.markdown if m.value.startswith("`edit ")]) == len(kept)
 
 
 def test_dropped_edits_are_listed_with_their_reason_and_other_edits_with_their_note(page):
@@ -108,7 +110,7 @@ def test_dropped_edits_are_listed_with_their_reason_and_other_edits_with_their_n
     assert not at.exception
     edits = r.edits(run_id, step)
     assert "dropped" in at.multiselect(key="edit_fates").value
-    cards = [m.value for m in at.markdown if m.value.startswith("`#")]
+    cards = [m.value for m in at.markdown if m.value.startswith("`edit ")]
     assert len(cards) == len(edits)
     texts = [t.value for t in at.text]
     for card, e in zip(cards, edits):
@@ -123,7 +125,7 @@ def test_dropped_edits_are_listed_with_their_reason_and_other_edits_with_their_n
     assert {f"why dropped ({x})" for x in reasons} <= set(captions)
     # Only the dropped edits: the filter keeps their cards.
     at.multiselect(key="edit_fates").set_value(["dropped"]).run()
-    assert len([m for m in at.markdown if m.value.startswith("`#")]) == sum(e["fate"] == "dropped" for e in edits)
+    assert len([m for m in at.markdown if m.value.startswith("`edit ")]) == sum(e["fate"] == "dropped" for e in edits)
 
 
 def test_blame_of_the_best_skill(page):
@@ -135,9 +137,20 @@ def test_blame_of_the_best_skill(page):
     learned = frame[frame["origin"] != "seed"]
     assert len(learned) > 0
     for _, row in learned.iterrows():
+        if row["origin"].startswith("slow update"):
+            continue
         s = steps[row["step"]]
         assert row["origin"].startswith(f"step {row['step']}")
-        assert row["Δ score of step"] == pytest.approx(s["candidate_score"] - s["current_score"])
+        margin = s["candidate_score"] - s["current_score"]
+        if row["edit"] is None or math.isnan(row["edit"]):
+            assert row["effect"] == "no single edit wrote this line"
+            continue
+        assert f"edit {int(row['edit'])} (" in row["origin"]
+        # One edit: the step's margin is its own; several: the engine stored no attribution, and it says so.
+        if s["n_applied"] == 1:
+            assert row["effect"] == f"{margin:+.3f} (the step's only edit)"
+        else:
+            assert row["effect"] == f"not attributed: {s['n_applied']} edits judged together ({margin:+.3f} for all)"
     assert len(at.get("download_button")) == 3
 
 
@@ -145,7 +158,11 @@ def test_run_stopped_before_its_first_step(tmp_path, monkeypatch):
     from tests.helpers import run_sim
 
     db = tmp_path / "skillopt.db"
-    run_id = run_sim(db, "num_epochs=2", "max_calls=70")  # the budget runs out after the seed is scored
+    # The budget ends just after the seed is scored: as many calls as scoring the seed takes, and a few.
+    probe = run_sim(tmp_path / "probe.db", "num_epochs=1", "max_steps_per_epoch=1", "selection_size=30")
+    seed_calls = Reader(tmp_path / "probe.db").q("SELECT COUNT(*) AS n FROM llm_calls WHERE run_id = ? AND step = 0 "
+                                                 "AND cached = 0", (probe,))[0]["n"]
+    run_id = run_sim(db, "num_epochs=2", "selection_size=30", f"max_calls={seed_calls + 5}")
     monkeypatch.setenv("SKILLOPT_DB", str(db))
     st.cache_data.clear()
     at = AppTest.from_file(PAGE, default_timeout=60)

@@ -123,14 +123,15 @@ def test_max_reflections_bounds_the_minibatch_packing():
 
 def test_call_forecast_follows_the_trainer_stage_by_stage():
     # 10 train items in batches of 4 (4, 4, 2), 6 selection and 8 test items.
-    p = plan(None, "batch_size=4", "num_epochs=3", "minibatch_size=2", "slow_update_samples=5",
-             "use_cache=false")
-    f = p.call_forecast(sim_config("batch_size=4", "num_epochs=3", "minibatch_size=2", "slow_update_samples=5",
-                                   "use_cache=false"))
+    strict = ("batch_size=4", "num_epochs=3", "minibatch_size=2", "slow_update_samples=5", "use_cache=false",
+              "gate_mode=strict")
+    p = plan(None, *strict)
+    f = p.call_forecast(sim_config(*strict))
     assert p.batch_sizes() == [4, 4, 2]
-    # Seed scoring + one strict gate per step (the candidate only); two slow updates, each
-    # comparing both epochs' skills on 5 items and gating the new guidance; three tests.
-    assert f.target == {"gate": 6 + 9 * 6, "rollout": 3 * 10, "slow_update": 2 * (2 * 5 + 6), "test": 3 * 8}
+    # Seed scoring (the seed and no skill) + one strict gate per step (the candidate only); two
+    # slow updates, each comparing both epochs' skills on 5 items and gating the new guidance;
+    # four tests (the seed, best and final skills and no skill).
+    assert f.target == {"gate": 2 * 6 + 9 * 6, "rollout": 3 * 10, "slow_update": 2 * (2 * 5 + 6), "test": 4 * 8}
     reflect = 3 * (max_reflections(4, 2) + max_reflections(4, 2) + max_reflections(2, 2))
     assert f.optimizer == {"reflect": reflect, "merge": 0, "lr": 0, "slow_update": 2, "meta": 2}
     assert f.target_calls == sum(f.target.values()) and f.optimizer_calls == 2 * f.optimizer_questions
@@ -140,7 +141,7 @@ def test_call_forecast_follows_the_trainer_stage_by_stage():
     f = plan(None, *options).call_forecast(sim_config(*options))
     # The paired gate evaluates the incumbent too; the cache's speculative rollouts may roll
     # out an epoch's later batches twice; merge and edit-budget questions once a step.
-    assert f.target["gate"] == 6 + 9 * 12 and f.target["rollout"] == 3 * (10 + 4 + 2)
+    assert f.target["gate"] == 2 * 6 + 9 * 12 and f.target["rollout"] == 3 * (10 + 4 + 2)
     assert f.target["slow_update"] == 2 * 2 * 10  # slow_update_samples (20) capped at the 10 train items
     assert (f.optimizer["merge"], f.optimizer["lr"], f.optimizer["meta"]) == (9, 9, 0)
 
@@ -156,8 +157,8 @@ def _calls_by_stage(r, run_id: str) -> tuple[dict, dict]:
 
 
 @pytest.mark.parametrize("overrides", [
-    ("num_epochs=1", "use_cache=false"),
-    ("num_epochs=2", "use_cache=false", "merge_mode=llm", "lr_scheduler=autonomous"),
+    ("num_epochs=1", "use_cache=false", "gate_mode=strict"),
+    ("num_epochs=2", "use_cache=false", "merge_mode=llm", "lr_scheduler=autonomous", "gate_mode=strict"),
 ])
 def test_call_forecast_bounds_a_real_run(tmp_path, overrides):
     """Without the cache and with the strict gate nothing stops early: the target's calls are

@@ -139,7 +139,7 @@ def test_failure_only_and_errored_trajectories():
 
 # --- prompts ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["reflect", "merge", "rank", "lr", "slow_update", "meta_skill"])
+@pytest.mark.parametrize("name", ["reflect", "reflect_open", "merge", "rank", "lr", "slow_update", "meta_skill"])
 def test_every_template_has_a_marker_and_both_halves(name):
     system, user = template(name)
     assert system.startswith("<!-- skillopt:") and user
@@ -209,6 +209,76 @@ def test_reflect_prompt_has_skill_sections_budget_meta_and_buffer():
                  "Expected: air"):
         assert part in user, part
     assert "skillopt:reflect" in seen[0][0]["content"]
+
+
+@pytest.mark.parametrize("task, kind, says", [
+    ("word-problems", "number", "must end with a line 'Answer: <number>'"),
+    ("invoice-extraction", "fields", "one JSON object with the fields"),
+    ("ticket-routing", "label", "exactly one of: "),
+])
+def test_every_built_in_task_says_how_it_scores_replies(task, kind, says):
+    from skillopt.tasks.loader import load_task
+
+    scoring = load_task(task).scoring()
+    assert scoring.kind == kind and says in scoring.description
+
+
+def test_exact_answers_that_are_not_a_small_set_read_as_text(tmp_path):
+    from dataclasses import replace
+
+    from skillopt.tasks.loader import load_task
+    from skillopt.tasks.task import Item
+
+    task = load_task("ticket-routing")
+    many = tuple(Item(f"i{k}", {}, f"answer number {k}", "train") for k in range(30))
+    exact = replace(task, evaluator=__import__("skillopt.tasks.evaluators", fromlist=["x"]).build_evaluator("exact"),
+                    splits={**task.splits, "train": many})
+    assert exact.scoring().kind == "text"
+    assert replace(exact, splits=task.splits).scoring().kind == "label"
+
+
+def test_number_tasks_get_the_open_template_with_the_scoring_rule_and_no_draft_rules():
+    from skillopt.tasks.loader import load_task
+
+    seen = []
+
+    def reply(messages):
+        seen.append(messages)
+        return json.dumps({"summary": "s", "edits": []})
+
+    scoring = load_task("word-problems").scoring()
+    trajs = [Trajectory(f"w{k}", f"Q{k}: 3 apples and {k} pears?", f"{k + 3}", str(k + 3),
+                        Evaluation(0.0, 0.5, "no 'Answer:' line: the reply must end with 'Answer: <number>'"))
+             for k in range(4)]
+    reflect(scripted(reply, "numbers"), SKILL, trajs, budget=2, buffer=StepBuffer(), meta_skill="", config=CONFIG,
+            step=1, seed=1, scoring=scoring)
+    system, user = seen[0][0]["content"], user_text(seen[0])
+    assert "skillopt:reflect_open" in system and "HOW REPLIES ARE SCORED: the reply must end with a line" in system
+    assert "Each task has one right number" in system and "Draft rule" not in user and "===" not in user
+    assert "Feedback: no 'Answer:' line" in user
+    seen.clear()
+    reflect(scripted(reply, "labels"), SKILL, [traj("a", "air", 0.0), traj("b", "air", 0.0)], budget=2,
+            buffer=StepBuffer(), meta_skill="", config=CONFIG, step=1, seed=1,
+            scoring=load_task("ticket-routing").scoring())
+    assert "skillopt:reflect -->" in seen[0][0]["content"] and "=== 2 cases expecting" in user_text(seen[0])
+
+
+def test_contradicted_rules_are_dropped_with_their_evidence():
+    from skillopt.evidence import Evidence, Example
+
+    evidence = Evidence(labels=("air", "ground"), examples=tuple(
+        [Example(f"Order {k}: lithium batteries", "ground") for k in range(4)]
+        + [Example(f"Order {k}: flowers", "air") for k in range(5)]))
+    edits = [{"op": "add", "section": "", "line": 0, "content": "- Lithium batteries go air.", "rationale": "r"},
+             {"op": "add", "section": "", "line": 0, "content": "- Lithium batteries go ground.", "rationale": "r"}]
+    (result,) = reflect(scripted(lambda m: json.dumps({"summary": "s", "edits": edits}), "evidence"), SKILL,
+                        [traj("a", "ground", 0.0)], budget=2, buffer=StepBuffer(), meta_skill="", config=CONFIG,
+                        step=1, seed=1, evidence=evidence)
+    assert [e.content for e in result.edits] == ["- Lithium batteries go ground."]
+    (drop,) = [d for d in result.dropped if d.reason == "contradicted"]
+    assert drop.edit.content == "- Lithium batteries go air."
+    assert drop.detail == ("batteries / lithium appear in 4 train tasks seen so far, answered ground 4; "
+                           "the rule says air")
 
 
 def test_an_edit_rejected_alone_is_blocked_one_rejected_with_others_comes_back_as_context():

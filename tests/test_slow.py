@@ -68,8 +68,10 @@ def test_guidance_lands_inside_the_protected_block():
 
     def reply(messages):
         seen.append(messages[1]["content"])
+        system.append(messages[0]["content"])
         return json.dumps({"guidance": ["PO boxes always go postal.", "- Keep the Z-code rule."]})
 
+    system: list[str] = []
     result = slow_update(scripted(reply, "slow"), skill=SKILL, previous_skill=PREVIOUS, comparison=COMPARISON,
                          prev=[], cur=CUR, step=6, epoch=2)
     assert result.ok and result.guidance == "- PO boxes always go postal.\n- Keep the Z-code rule."
@@ -83,6 +85,10 @@ def test_guidance_lands_inside_the_protected_block():
     for part in ("improved 1, regressed 1, still failing 2, still right 1", "-- Nothing special.",
                  "+- Z codes: freight.", "Anchorage, AK", "PO Box 7", "CURRENT GUIDANCE:\n(none yet)"):
         assert part in user, part
+    # Guidance grounded in the cases that stayed wrong (with their right answers), not a
+    # restatement of the skill's rules.
+    assert "worked examples" in system[0] and "the answer is <the expected answer>" in system[0]
+    assert "STILL FAILING CASES:" in user and "Expected:" in user.split("STILL FAILING CASES:")[1]
 
 
 def test_a_second_slow_update_replaces_the_guidance_and_no_edit_can_touch_it():

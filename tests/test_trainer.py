@@ -23,7 +23,11 @@ def test_default_run_improves_and_gate_rejects(sim_run):
     steps = r.steps(run_id)
     decisions = [s["decision"] for s in steps]
     assert len(steps) == run["total_steps"] == 9  # 120 train items / batch 40 = 3 steps x 3 epochs
-    assert "reject" in decisions and decisions.count("accept_new_best") >= 1
+    assert decisions.count("accept_new_best") >= 1
+    # The simulated optimizer proposes harmful rules on purpose: each is either dropped before
+    # the gate because the train data contradicts it, or rejected by the gate.
+    contradicted = [e for e in r.edits(run_id) if e["fate"] == "dropped" and e["note"].startswith("contradicted")]
+    assert "reject" in decisions or contradicted
     # every step has a stored skill version, and the best is the one with the best score
     versions = r.versions(run_id)
     assert {v["step"] for v in versions if v["kind"] == "current"} == set(range(1, 10))
@@ -205,3 +209,37 @@ def test_a_multi_edit_rejection_blocks_no_edit_a_lone_rejection_does(tmp_path):
     merged = [e for e in step3 if e["fate"] == "merged"]  # the second minibatch proposed the same edits
     assert merged and all(e["note"].startswith("near-duplicate of: ") for e in merged)
     assert r.steps(run_id)[2]["n_proposed"] == len(step3)
+
+
+def test_a_seed_worse_than_no_skill_is_not_where_training_starts(tmp_path):
+    """The simulated target follows a wrong rule it is given (5% right) more badly than it
+    guesses with no rule (25%): a seed of wrong rules scores below no skill, so the run
+    starts from no skill, and says so."""
+    from skillopt import runner
+    from skillopt.store.writer import Store
+    from skillopt.tasks.loader import load_task
+    from tests.helpers import sim_config
+
+    wrong = load_task("sim-rulebook").seed_skill.replace(
+        "- When nothing special applies, the route is standard.",
+        "- Orders to Alaska or Hawaii go ground.\n- PO Box addresses go courier.\n"
+        "- Lithium batteries go air.\n- Saturday delivery goes postal.")
+    db = tmp_path / "s.db"
+    store = Store(db)
+    run_id, status = runner.start(store, "sim-rulebook", sim_config("num_epochs=1", "max_steps_per_epoch=1",
+                                                                    "selection_size=40"), seed_skill=wrong)
+    store.close()
+    r = Reader(db)
+    state = json.loads(r.run(run_id)["state_json"])
+    events = " | ".join(e["message"] for e in r.events(run_id, limit=200))
+    assert status == "completed" and "training starts from no skill: it beats the seed" in events
+    assert r.version(run_id, 0, "seed") == wrong  # the user's seed is kept and tested as given
+    assert wrong not in state["best_skill"]
+    baseline = r.q("SELECT COUNT(*) AS n FROM rollouts WHERE run_id = ? AND purpose = 'baseline'", (run_id,))
+    assert baseline[0]["n"] == 40
+
+
+def test_a_seed_at_least_as_good_as_no_skill_is_kept(sim_run):
+    db, run_id = sim_run
+    events = " | ".join(e["message"] for e in Reader(db).events(run_id, limit=500))
+    assert "training starts from the seed" in events

@@ -44,6 +44,7 @@ def run_document(reader: Reader, run_id: str) -> dict[str, Any]:
                          for u in reader.slow_updates(run_id)],
         "meta_skills": [{"epoch": m["epoch"], "content": m["content"]} for m in reader.meta_skills(run_id)],
         "test": {w: (tests[w]["score"] if w in tests else None) for w in TEST_SKILLS},
+        "lift": reader.lift(run_id),
         # Errored items are left out of a test score: how many each score stands on.
         "test_items": {w: {"n_items": tests[w]["n_items"], "n_errors": tests[w]["n_errors"],
                            "complete": bool(tests[w]["complete"])} for w in TEST_SKILLS if w in tests},

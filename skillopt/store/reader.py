@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..vocabulary import LIVE_STATUSES
+from ..vocabulary import LIVE_STATUSES, TRIAL_DONE
 from .writer import connect, db_path
 
 
@@ -43,7 +43,7 @@ class Reader:
         return self.q(
             "SELECT r.id, r.name, r.task, r.status, r.reason, r.simulated, r.step, r.total_steps, r.epoch, "
             "r.stage, r.best_score, r.current_score, r.seed_test, r.best_test, r.final_test, r.created_at, "
-            "r.started_at, r.finished_at, r.updated_at, r.config_json, "
+            "r.started_at, r.finished_at, r.updated_at, r.config_json, r.none_test, r.pid, r.host, r.pid_started_at, "
             "(SELECT COUNT(*) FROM llm_calls c WHERE c.run_id = r.id AND c.cached = 0) AS calls, "
             "(SELECT COALESCE(SUM(cost_usd), 0) FROM llm_calls c WHERE c.run_id = r.id) AS cost_usd "
             "FROM runs r ORDER BY r.created_at DESC")
@@ -102,6 +102,18 @@ class Reader:
     def meta_skills(self, run_id: str) -> list[dict[str, Any]]:
         return self.q("SELECT * FROM meta_skills WHERE run_id = ? ORDER BY epoch", (run_id,))
 
+    def lift(self, run_id: str) -> dict[str, Any] | None:
+        """The run's skill lift (None until its test scores are complete)."""
+        row = self.one("SELECT * FROM lift WHERE run_id = ?", (run_id,))
+        if row is not None:
+            row["breakdown"] = json.loads(row.pop("breakdown_json") or "{}")
+        return row
+
+    def lifts(self) -> dict[str, dict[str, Any]]:
+        """Every run's skill lift by run id (the Home page's table), without the breakdown."""
+        return {r["run_id"]: r for r in self.q("SELECT run_id, metric, baseline, best_score, baseline_score, lift, "
+                                                "ci_low, ci_high, n_items FROM lift")}
+
     def tests(self, run_id: str) -> dict[str, dict[str, Any]]:
         return {r["which"]: r for r in self.q("SELECT * FROM tests WHERE run_id = ?", (run_id,))}
 
@@ -114,7 +126,8 @@ class Reader:
         return self.q("SELECT * FROM approvals WHERE run_id = ? AND step = ? ORDER BY idx", (run_id, step))
 
     def waiting_runs(self) -> list[dict[str, Any]]:
-        return self.q("SELECT id, name, step FROM runs WHERE status = 'waiting_approval'")
+        return self.q("SELECT id, name, step, status, pid, host, pid_started_at FROM runs "
+                      "WHERE status = 'waiting_approval'")
 
     # ---- rollouts ---------------------------------------------------------------------
     def rollouts(self, run_id: str, step: int, split: str, purpose: str | None = None) -> list[dict[str, Any]]:
@@ -236,3 +249,27 @@ class Reader:
     def seed_score(self, run_id: str) -> float | None:
         row = self.one("SELECT score FROM skill_versions WHERE run_id = ? AND step = 0 AND kind = 'seed'", (run_id,))
         return row["score"] if row else None
+
+    # ---- sweeps (skillopt/sweep): the Sweeps page and `sweep show` ----------------------
+    def sweeps(self) -> list[dict[str, Any]]:
+        return self.q(f"SELECT s.*, COUNT(t.idx) AS n_trials, SUM(t.status IN ({','.join('?' * len(TRIAL_DONE))})) "
+                      "AS n_done FROM sweeps s LEFT JOIN sweep_trials t ON t.sweep_id = s.id GROUP BY s.id "
+                      "ORDER BY s.created_at DESC", TRIAL_DONE)
+
+    def sweep(self, sweep_id: str) -> dict[str, Any] | None:
+        row = self.one("SELECT * FROM sweeps WHERE id = ?", (sweep_id,))
+        if row is not None:
+            row["grid"] = json.loads(row["grid_json"] or "[]")
+            row["config"] = json.loads(row["config_json"] or "{}")
+        return row
+
+    def sweep_trials(self, sweep_id: str) -> list[dict[str, Any]]:
+        """Each trial with its run's progress, scores, calls and cost (sweep_trials_by_run, llm_calls_by_run)."""
+        return self.q(
+            "SELECT t.*, r.name AS run_name, r.status AS run_status, r.step, r.total_steps, r.best_score, "
+            "r.seed_test, r.best_test, r.final_test, r.pid AS run_pid, r.host AS run_host, "
+            "r.pid_started_at AS run_pid_started_at, "
+            "(SELECT COUNT(*) FROM llm_calls c WHERE c.run_id = t.run_id AND c.cached = 0) AS calls, "
+            "(SELECT COALESCE(SUM(cost_usd), 0) FROM llm_calls c WHERE c.run_id = t.run_id) AS cost_usd "
+            "FROM sweep_trials t LEFT JOIN runs r ON r.id = t.run_id WHERE t.sweep_id = ? ORDER BY t.idx",
+            (sweep_id,))

@@ -190,17 +190,23 @@ ALTER TABLE runs ADD COLUMN pid_started_at REAL;
 
 _M005 = """
 CREATE TABLE sweeps (
-  id TEXT PRIMARY KEY, name TEXT, task TEXT, grid_json TEXT, config_json TEXT, seeds INTEGER,
-  backend TEXT, workers INTEGER, max_calls INTEGER, max_cost_usd REAL, status TEXT, reason TEXT DEFAULT '',
+  id TEXT PRIMARY KEY, name TEXT, task TEXT, task_path TEXT DEFAULT '', seed_skill TEXT, grid_json TEXT,
+  config_json TEXT, seeds INTEGER, backend TEXT, workers INTEGER, ray_address TEXT DEFAULT '', max_calls INTEGER,
+  max_cost_usd REAL, status TEXT, reason TEXT DEFAULT '',
   pid INTEGER, host TEXT DEFAULT '', pid_started_at REAL, stop_requested INTEGER DEFAULT 0,
   created_at REAL, updated_at REAL, finished_at REAL
 );
 CREATE TABLE sweep_trials (
   sweep_id TEXT, idx INTEGER, point_json TEXT, seed INTEGER, run_id TEXT, status TEXT,
   reason TEXT DEFAULT '', attempts INTEGER DEFAULT 0, updated_at REAL,
+  config_json TEXT DEFAULT '', max_calls INTEGER DEFAULT 0, max_cost_usd REAL DEFAULT 0,
+  pid INTEGER, host TEXT DEFAULT '', pid_started_at REAL, node TEXT DEFAULT '',
+  started_at REAL, finished_at REAL,
   PRIMARY KEY (sweep_id, idx)
 );
+CREATE INDEX sweep_trials_by_run ON sweep_trials (run_id);
 ALTER TABLE runs ADD COLUMN sweep_id TEXT DEFAULT '';
+CREATE INDEX runs_by_sweep ON runs (sweep_id);
 """
 
 _M006 = """

@@ -5,7 +5,8 @@ The trainer process is the only writer of its run's rows; the dashboard writes o
 control rows (stop requests, approval decisions) through the small control API below.
 Units of work (a step, an epoch end, a test evaluation) are written in one
 transaction together with the state to resume from, so a reader or a resumed run never
-sees half a step. No API key or secret is ever written here (models/llm.py redacts errors).
+sees half a step; call rows and cache entries ride in the next one (pending.py). No API key
+or secret is ever written here (models/llm.py redacts errors).
 """
 from __future__ import annotations
 
@@ -22,11 +23,12 @@ import sqlite_utils
 
 from .. import events as ev
 from ..errors import UserError
-from ..models.llm import CallRecord
+from ..process import this_process
+from .pending import BufferedCaches
 from .schema import migrations
 from ..skill import sha
 from ..state import State, edit_json
-from ..tasks.task import Item, Trajectory
+from ..tasks.task import Item
 from ..vocabulary import FINAL_APPROVALS, FINAL_STATUSES
 
 DEFAULT_DB = Path("data/runs/skillopt.db")
@@ -52,7 +54,7 @@ def connect(path: str | os.PathLike, *, readonly: bool = False) -> sqlite3.Conne
     return conn
 
 
-class Store:
+class Store(BufferedCaches):
     """Read-write access. Thread-safe: a lock serialises this process's writes."""
 
     def __init__(self, path: str | os.PathLike | None = None):
@@ -60,6 +62,7 @@ class Store:
         self.conn = connect(self.path)
         self.db = sqlite_utils.Database(self.conn)
         self._lock = threading.RLock()
+        self._start_buffer()
         with self._lock:
             self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL survives a killed process
@@ -67,18 +70,22 @@ class Store:
                 migrations.apply(self.db)
 
     def close(self) -> None:
+        self._finalizer()  # flushes what is buffered, once
         self.conn.close()
 
     @contextmanager
     def tx(self) -> Iterator[sqlite3.Connection]:
+        """One transaction; it also writes every buffered row, which leaves the buffer on COMMIT."""
         with self._lock:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
+                written = self._pending.write(self.conn)
                 yield self.conn
             except BaseException:
                 self.conn.execute("ROLLBACK")
                 raise
             self.conn.execute("COMMIT")
+            self._pending.forget(written)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
@@ -160,36 +167,20 @@ class Store:
                       "WHERE run_id = ? AND step = ? AND idx = ?",
                       (status, content, time.time(), run_id, step, idx))
 
+    def undo_decision(self, run_id: str, step: int, idx: int) -> bool:
+        """Make a decided edit pending again, while another edit of its step still waits: the
+        trainer reads a step's decisions only once all are made, then runs the gate, so after
+        the last decision there is nothing left to undo. Returns whether it was undone."""
+        with self.tx() as c:
+            cur = c.execute(
+                "UPDATE approvals SET status = 'pending', content = json_extract(edit_json, '$.content'), "
+                "decided_at = NULL WHERE run_id = ? AND step = ? AND idx = ? AND status != 'pending' AND EXISTS "
+                "(SELECT 1 FROM approvals WHERE run_id = ? AND step = ? AND status = 'pending')",
+                (run_id, step, idx, run_id, step))
+            return cur.rowcount == 1
+
     def approvals(self, run_id: str, step: int) -> list[sqlite3.Row]:
         return self.query("SELECT * FROM approvals WHERE run_id = ? AND step = ? ORDER BY idx", (run_id, step))
-
-    # ---- caches (llm.CallSink + the evaluation cache) ---------------------------------
-    def cache_get(self, key: str) -> dict | None:
-        rows = self.query("SELECT value_json FROM llm_cache WHERE key = ?", (key,))
-        return json.loads(rows[0][0]) if rows else None
-
-    def cache_put(self, key: str, model: str, value: dict) -> None:
-        with self.tx() as c:
-            c.execute("INSERT OR REPLACE INTO llm_cache VALUES (?,?,?,?)",
-                      (key, model, json.dumps(value), time.time()))
-
-    def record_call(self, r: CallRecord) -> None:
-        with self.tx() as c:
-            c.execute("INSERT INTO llm_calls (run_id, step, role, stage, model, prompt_tokens, "
-                      "completion_tokens, cost_usd, latency_s, cached, error, attempts, created_at, note) "
-                      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                      (r.run_id, r.step, r.role, r.stage, r.model, r.prompt_tokens, r.completion_tokens,
-                       r.cost_usd, r.latency_s, int(r.cached), r.error, r.attempts, r.created_at, r.note))
-
-    def eval_get(self, key: str) -> sqlite3.Row | None:
-        rows = self.query("SELECT * FROM eval_cache WHERE key = ?", (key,))
-        return rows[0] if rows else None
-
-    def eval_put(self, key: str, t: Trajectory) -> None:
-        with self.tx() as c:
-            c.execute("INSERT OR REPLACE INTO eval_cache VALUES (?,?,?,?,?,?,?)",
-                      (key, t.output, t.evaluation.hard, t.evaluation.soft, t.evaluation.feedback,
-                       t.prompt, time.time()))
 
     # ---- events -----------------------------------------------------------------------
     def __call__(self, event: ev.Event) -> None:
@@ -203,12 +194,14 @@ class Store:
                   (run_id, step, kind, message, time.time()))
 
     def _run_started(self, e: ev.RunStarted) -> None:
-        now = time.time()
+
+        now, me = time.time(), this_process()  # host + pid + start time: launcher.signal_run checks all three
         with self.tx() as c:
             c.execute("UPDATE runs SET status = 'running', total_steps = ?, steps_per_epoch = ?, pid = ?, "
+                      "host = ?, pid_started_at = ?, "
                       "started_at = COALESCE(started_at, ?), updated_at = ?, heartbeat_at = ?, reason = '', "
                       "finished_at = NULL WHERE id = ?",
-                      (e.total_steps, e.steps_per_epoch, os.getpid(), now, now, now, e.run_id))
+                      (e.total_steps, e.steps_per_epoch, me.pid, me.host, me.started_at, now, now, now, e.run_id))
             self._log(c, e.run_id, 0, "resumed" if e.resumed else "started",
                       f"{'resumed' if e.resumed else 'started'}: {e.total_steps} steps")
 
@@ -217,6 +210,10 @@ class Store:
         with self.tx() as c:
             self._version(c, e.run_id, 0, "seed", e.skill, e.score)
             self._log(c, e.run_id, 0, "seed", f"seed skill scores {e.score:.3f} on selection")
+            if e.no_skill_score is not None:
+                start = "no skill: it beats the seed" if e.state.skill != e.skill else "the seed"
+                self._log(c, e.run_id, 0, "seed", f"no skill scores {e.no_skill_score:.3f} on selection; "
+                                                  f"training starts from {start}")
             self._save_state(c, e.run_id, e.state, now)
 
     def _stage(self, e: ev.StageChanged) -> None:
@@ -244,10 +241,11 @@ class Store:
         with self.tx() as c:
             # INSERT OR IGNORE: a resumed step must keep the decisions a person already made.
             mbs = e.minibatches or tuple(() for _ in e.edits)
+            numbers = e.numbers or tuple(range(len(e.edits)))  # the edit's number on every page
             c.executemany("INSERT OR IGNORE INTO approvals VALUES (?,?,?,?,?,?,?,?)",
-                          [(e.run_id, e.step, i, json.dumps(edit_json(edit) | {"minibatches": list(mb)}), diff,
-                            "pending", edit.content, None)
-                           for i, (edit, diff, mb) in enumerate(zip(e.edits, e.diffs, mbs))])
+                          [(e.run_id, e.step, i, json.dumps(edit_json(edit) | {"minibatches": list(mb), "number": n}),
+                            diff, "pending", edit.content, None)
+                           for i, (edit, diff, mb, n) in enumerate(zip(e.edits, e.diffs, mbs, numbers))])
 
     def _step_completed(self, e: ev.StepCompleted) -> None:
         now = time.time()
@@ -318,6 +316,14 @@ class Store:
             self._log(c, e.run_id, e.state.step, "test", f"test {e.which}: {e.score:.3f}{missing}")
             self._save_state(c, e.run_id, e.state, now)
 
+    def _lift(self, e: ev.LiftMeasured) -> None:
+        with self.tx() as c:
+            c.execute("INSERT OR REPLACE INTO lift VALUES (?,?,?,?,?,?,?,?,?,?)",
+                      (e.run_id, e.metric, e.baseline, e.best_score, e.baseline_score, e.lift, e.ci_low, e.ci_high,
+                       e.n_items, json.dumps(e.breakdown)))
+            self._log(c, e.run_id, 0, "lift", f"lift {e.lift:+.3f} over {e.baseline} "
+                      f"[{e.ci_low:+.3f}, {e.ci_high:+.3f}] on {e.n_items} test items")
+
     def _finished(self, e: ev.RunFinished) -> None:
         self.set_status(e.run_id, e.status, e.reason)
         with self.tx() as c:
@@ -358,6 +364,7 @@ _HANDLERS = {
     ev.StepCompleted: Store._step_completed,
     ev.EpochCompleted: Store._epoch_completed,
     ev.TestEvaluated: Store._test,
+    ev.LiftMeasured: Store._lift,
     ev.RunFinished: Store._finished,
 }
 

@@ -4,9 +4,8 @@ Every evaluator returns an Evaluation (hard 0/1, soft 0..1, feedback). The feedb
 is read by the optimizer model, so it always says what was expected, what came,
 and why that is wrong: a small optimizer can only fix what the feedback names.
 
-Registry: EVALUATORS maps a type name to a factory(options, base_dir) -> Scorer, the
-protocol every evaluator type implements. build_evaluator() validates a task.toml
-[evaluator] table and returns one.
+Registry: EVALUATORS maps a type name to a factory(options, base_dir) -> Scorer. Each
+Scorer also says its answer_kind and describe()s its rule, for the reflection prompt.
 
 Types and options (task.toml [evaluator] table; unknown options are an error):
     exact        -                       output == expected (a list = any of them)
@@ -30,11 +29,8 @@ Types and options (task.toml [evaluator] table; unknown options are an error):
                                          here ("python:module:fn" as the type also works)
     llm_judge    rubric, threshold=0.5   asks the judge for {"score": 0..1, "feedback"}
 
-This module holds the registry and the string and number comparisons. Helpers for
-reading replies live in answers.py (the JSON object finder in models/jsonreply.py),
-json_fields in jsonfields.py, llm_judge in judge.py, and user code (python evaluators,
-plug-ins) is imported only through usercode.load_callable(); none of them imports
-litellm, the store or streamlit.
+Here: the registry and the string and number comparisons; json_fields, llm_judge and
+user code (imported only through usercode.load_callable) have modules of their own.
 """
 from __future__ import annotations
 
@@ -62,6 +58,9 @@ class Scorer(Protocol):
     """What a task.toml [evaluator] table builds: it scores one output of one item."""
     version: str  # changes whenever the scoring could change: type, options, code
     needs_expected: bool  # False: items may omit the answer field
+    answer_kind: str  # label | number | fields | text: how the optimizer reads the cases
+
+    def describe(self) -> str: ...  # what a reply must look like, in one sentence
 
     def evaluate(self, item: Item, output: str, judge: Callable | None = None) -> Evaluation: ...
 
@@ -117,6 +116,10 @@ def _check_text(expected: Any) -> str:
 class Exact:
     version: str
     needs_expected = True
+    answer_kind = "label"  # the reflection's template; a task with many distinct answers reads as text
+
+    def describe(self) -> str:
+        return "the whole reply must equal the expected answer exactly (nothing before or after it)"
 
     def check(self, expected: Any) -> str:
         return _check_text(expected)
@@ -135,6 +138,10 @@ class Exact:
 class Normalized:
     version: str
     needs_expected = True
+    answer_kind = "label"
+
+    def describe(self) -> str:
+        return "the whole reply must equal the expected answer, case and punctuation ignored"
 
     def check(self, expected: Any) -> str:
         return _check_text(expected)
@@ -154,6 +161,13 @@ class Numeric:
     relative: bool
     marker: str
     needs_expected = True
+    answer_kind = "number"
+
+    def describe(self) -> str:
+        where = (f"the reply must end with a line '{self.marker} <number>'; the number after '{self.marker}'"
+                 if self.marker else "the last number in the reply")
+        allowed = f"{self.tolerance:g}" + (" relative" if self.relative else "")
+        return f"{where} is compared with the expected number (tolerance {allowed})"
 
     def check(self, expected: Any) -> str:
         if isinstance(expected, bool) or not isinstance(expected, (int, float, str)) or \
@@ -203,6 +217,10 @@ class Regex:
     pattern: str
     ignore_case: bool
     needs_expected: bool
+    answer_kind = "text"
+
+    def describe(self) -> str:
+        return f"the whole reply must match the pattern /{clip(self.pattern, 120)}/"
 
     def check(self, expected: Any) -> str:
         if not self.needs_expected:
@@ -227,6 +245,10 @@ class Choice:
     labels: tuple[str, ...]
     lenient: bool
     needs_expected = True
+    answer_kind = "label"
+
+    def describe(self) -> str:
+        return f"the reply must be exactly one of: {', '.join(self.labels)}"
 
     def check(self, expected: Any) -> str:
         if not isinstance(expected, str) or normalize_text(expected) not in map(normalize_text, self.labels):
@@ -265,6 +287,10 @@ class Contains:
     version: str
     ignore_case: bool
     needs_expected = True
+    answer_kind = "text"
+
+    def describe(self) -> str:
+        return "the reply must contain the expected text" + (" (case ignored)" if self.ignore_case else "")
 
     def check(self, expected: Any) -> str:
         return _check_text(expected)

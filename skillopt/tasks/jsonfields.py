@@ -23,6 +23,12 @@ class JsonFields:
     fields: tuple[str, ...]
     ignore_case: bool
     needs_expected = True
+    answer_kind = "fields"
+
+    def describe(self) -> str:
+        named = f" with the fields {', '.join(self.fields)}" if self.fields else " with the expected fields"
+        return (f"the reply must contain one JSON object{named}; each field is compared with the expected "
+                f"value ({'case ignored' if self.ignore_case else 'exactly'}; numbers as numbers)")
 
     def check(self, expected: Any) -> str:
         if not isinstance(expected, dict):

@@ -60,6 +60,18 @@ class Trajectory:
 Complete = Callable[[list[dict]], Any]
 
 
+MAX_LABELS = 12  # more distinct answers than this and a task's answers are not labels to group by
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """How a task scores replies, as the optimizer needs to know it: the kind of answer
+    (label | number | fields | text) picks the reflection template, the description says
+    what a reply must look like, so output-format lessons can be learned."""
+    kind: str
+    description: str
+
+
 @runtime_checkable
 class TaskProtocol(Protocol):
     """What the engine needs from a task; Task implements it, plug-ins may wrap it."""
@@ -145,6 +157,15 @@ class Task:
 
     def evaluate(self, item: Item, output: str, judge: Callable | None = None) -> Evaluation:
         return self.evaluator.evaluate(item, clean_output(output), judge)
+
+    def scoring(self) -> Scoring:
+        """How replies are scored, for the reflection prompt. A label-kind evaluator whose
+        train answers are not a small set (free text compared exactly) reads as text."""
+        kind = getattr(self.evaluator, "answer_kind", "text")
+        if kind == "label" and len({expected_text(i.expected) for i in self.splits["train"]}) > MAX_LABELS:
+            kind = "text"
+        describe = getattr(self.evaluator, "describe", None)
+        return Scoring(kind=kind, description=describe() if describe else "")
 
     def rollout(self, item: Item, skill: str, complete: Complete, judge: Callable | None = None) -> Trajectory:
         messages = self.messages(skill, item)

@@ -111,6 +111,10 @@ class PythonFunction:
     name: str
     function: Callable
     needs_expected = False  # the user's function decides what it needs
+    answer_kind = "text"
+
+    def describe(self) -> str:
+        return f"the task's own function {self.name} scores the reply; its feedback says what it wants"
 
     def check(self, expected: Any) -> str:
         return ""

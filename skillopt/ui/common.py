@@ -11,6 +11,7 @@ import sqlite3
 from pathlib import Path
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from skillopt.store.reader import Reader
 from skillopt.store.writer import db_path
@@ -59,30 +60,91 @@ def cached(method: str, *args):
 @st.cache_data(ttl=TTL_S, show_spinner=False)
 def _cached(path: str, method: str, *args):
     r = _ready(path)
-    if r is None:
+    fn = getattr(r, method, None)  # a view another feature adds (the skill lift) may not be there
+    if fn is None:
         return None
     try:
-        return getattr(r, method)(*args)
-    except sqlite3.OperationalError:  # a table this query needs is still being created
+        return fn(*args)
+    except sqlite3.OperationalError:  # a table or column this query needs is not there (yet)
         return None
+
+
+# The run this browser session looks at, kept across pages: the sidebar's links carry no
+# ?run=, so without it every page would open the newest run instead of the one being read.
+RUN_KEY = "skillopt_run"
+# Metric labels wrap instead of being cut with an ellipsis on narrow screens (1024 px and a sidebar).
+_CSS = ("<style>[data-testid='stMetricLabel'] p, [data-testid='stMetricLabel'] div"
+        "{white-space:normal!important;overflow:visible!important;text-overflow:clip!important}</style>")
+
+
+ROOT = Path(__file__).resolve().parents[2]
+# Page icons in the sidebar, by the page's name (its file name without number and extension).
+PAGE_ICONS = {"Home": ":material/home:", "New run": ":material/add:", "Monitor": ":material/monitoring:",
+              "Skill evolution": ":material/difference:", "Gate timeline": ":material/timeline:",
+              "Slow updates": ":material/update:", "Approvals": ":material/front_hand:",
+              "Rollouts": ":material/table_rows:", "Compare runs": ":material/compare_arrows:",
+              "Sweeps": ":material/grid_view:"}
 
 
 def setup(title: str, icon: str = "🧠") -> None:
     st.set_page_config(page_title=f"{title} · SkillOpt Studio", page_icon=icon, layout="wide")
+    st.markdown(_CSS, unsafe_allow_html=True)  # a fixed string of this module: no untrusted text
+    sidebar()
     approval_badge()
 
 
+def page_files() -> list[tuple[str, str]]:
+    """(script path, name) of the start page and every page in pages/, in the order of their numbers."""
+    def number(path: Path) -> tuple[int, str]:
+        head = path.name.split("_", 1)[0]
+        return (int(head) if head.isdigit() else 10_000, path.name)
+
+    found = sorted((ROOT / "pages").glob("*.py"), key=number)
+    return [("app.py", "Home")] + [(f"pages/{p.name}", _page_name(p.stem)) for p in found]
+
+
+def _page_name(stem: str) -> str:
+    head, _, rest = stem.partition("_")
+    return (rest if head.isdigit() and rest else stem).replace("_", " ")
+
+
+def sidebar() -> None:
+    """The page links, each carrying the run being looked at: Streamlit's own list names the
+    start page after its file and drops ?run=, so the next page showed another run."""
+    run = current_run_id()
+    with st.sidebar:
+        try:
+            for path, name in page_files():
+                st.page_link(path, label=name, icon=PAGE_ICONS.get(name), query_params={"run": run} if run else None)
+        except StreamlitAPIException:  # a page script run on its own (a test) has no app.py to link to
+            pass
+
+
 def approval_badge() -> None:
-    waiting = cached("waiting_runs") or []
+    from skillopt.ui.monitor import effective_status  # a trainer killed while waiting waits for no one
+
+    waiting = [r for r in cached("waiting_runs") or [] if effective_status(r) == "waiting_approval"]
     for run in waiting:
         st.warning(f"⏸ Run **{escape(run['name'] or run['id'])}** waits for your approval of step "
                    f"{run['step'] + 1}: open the Approvals page (?run={run['id']}).", icon="✋")
 
 
+def current_run_id() -> str | None:
+    """The run the address names, else the one this session last looked at."""
+    return st.query_params.get("run") or st.session_state.get(RUN_KEY)
+
+
+def remember_run(run_id: str) -> None:
+    st.session_state[RUN_KEY] = run_id
+    if st.query_params.get("run") != run_id:
+        st.query_params["run"] = run_id
+
+
 def pick_run(label: str = "Run") -> dict | None:
-    """A run selector that reads and writes ?run=<id>, so a link opens the same view."""
+    """A run selector bound to ?run=<id> and to the session, so a link and the sidebar open
+    the same run. An id that names no run is said so, never silently replaced."""
     runs = cached("runs") or []
-    wanted = st.query_params.get("run")
+    wanted = current_run_id()
     if wanted and wanted not in {r["id"] for r in runs} and (fresh := reader()) is not None:
         # The cached list (short TTL, shared by all sessions) can predate a run launched a
         # moment ago; without this, its link would show another run and rewrite the URL.
@@ -91,11 +153,18 @@ def pick_run(label: str = "Run") -> dict | None:
         st.info(NO_RUNS)
         return None
     ids = [r["id"] for r in runs]
-    index = ids.index(wanted) if wanted in ids else 0
     by_id = {r["id"]: r for r in runs}
-    choice = st.selectbox(label, ids, index=index, format_func=lambda i: run_label(by_id[i]))
-    if st.query_params.get("run") != choice:
-        st.query_params["run"] = choice
+    if wanted and wanted not in ids:
+        st.warning(f"There is no run `{wanted}` in this store ({db()}). Pick one of its {len(ids)} runs.",
+                   icon=":material/search_off:")
+        choice = st.selectbox(label, ids, index=None, placeholder="Choose a run",
+                              format_func=lambda i: run_label(by_id[i]))
+        if choice is None:
+            return None
+    else:
+        choice = st.selectbox(label, ids, index=ids.index(wanted) if wanted in ids else 0,
+                              format_func=lambda i: run_label(by_id[i]))
+    remember_run(choice)
     return by_id[choice]
 
 

@@ -1,5 +1,12 @@
 """Diffs of two skill versions, rendered with diff-match-patch: inline and side by side.
 
+Both views are line diffs first: an unchanged line is always shown unchanged, whatever
+changed around it. Within a changed line the difference is marked word by word, and only
+when the old and the new line are alike; otherwise the old line is shown deleted and the
+new one inserted, whole. So the inline view never cuts a word in two and never reads as
+text that is in neither version: its kept and inserted parts, in order, are the new text,
+and its kept and deleted parts are the old one.
+
 Skill text and model output are untrusted. Every piece of text that reaches the HTML is
 passed through `_esc`, which HTML-escapes it AND turns newlines into `&#10;` entities: the
 whole fragment is then ONE line, so Markdown sees a single raw HTML block and never
@@ -9,7 +16,9 @@ styles are unescaped, which is why `st.markdown(..., unsafe_allow_html=True)` is
 """
 from __future__ import annotations
 
+import difflib
 import html
+import re
 from dataclasses import dataclass
 
 import diff_match_patch as dmp_module
@@ -24,6 +33,10 @@ _BOX = ("font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.85re
 _CELL = "vertical-align:top;padding:0 .4rem;white-space:pre-wrap;word-break:break-word;border:none"
 _NUM = "vertical-align:top;padding:0 .3rem;color:rgba(128,128,128,.9);text-align:right;user-select:none;border:none"
 _ROW_BG = {"del": "background:rgba(255,80,80,.12)", "ins": "background:rgba(60,200,90,.12)", "eq": ""}
+# Two lines are marked word by word only when this alike (difflib ratio over their words);
+# less alike, a word-level mix of both would read as a sentence neither version holds.
+ALIKE = 0.5
+_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")  # words, runs of white space, single punctuation marks
 
 
 @dataclass(frozen=True)
@@ -44,23 +57,106 @@ def _normalize(text: str | None) -> str:
     return (text or "").replace("\r\n", "\n")
 
 
-def char_diff(old: str | None, new: str | None) -> list[tuple[int, str]]:
-    """Character diff, cleaned up to word-sized chunks a person can read."""
+def word_diff(old: str | None, new: str | None) -> list[tuple[int, str]]:
+    """Word-level diff of two (short) texts: (op, text) runs that never split a word.
+
+    White space or punctuation left between two changes is folded into them, so a change
+    reads as whole phrases, not as words picked from both sides.
+    """
+    a, b = _TOKEN.findall(_normalize(old)), _TOKEN.findall(_normalize(new))
+    ops: list[tuple[int, str]] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            ops.append((EQUAL, "".join(a[i1:i2])))
+            continue
+        if i2 > i1:
+            ops.append((DELETE, "".join(a[i1:i2])))
+        if j2 > j1:
+            ops.append((INSERT, "".join(b[j1:j2])))
+    return _merge(_fold_gaps(ops))
+
+
+def _fold_gaps(ops: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """An unchanged run of only spaces or punctuation between two changes joins both sides."""
+    out: list[tuple[int, str]] = []
+    for n, (op, text) in enumerate(ops):
+        between = 0 < n < len(ops) - 1 and ops[n - 1][0] != EQUAL and ops[n + 1][0] != EQUAL
+        if op == EQUAL and between and not re.search(r"\w", text) and "\n" not in text:
+            out += [(DELETE, text), (INSERT, text)]
+        else:
+            out.append((op, text))
+    return out
+
+
+def _merge(ops: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """Adjacent runs of one kind joined; within a change, the deletion before the insertion."""
+    dels: list[str] = []
+    ins: list[str] = []
+    out: list[tuple[int, str]] = []
+    for op, text in ops + [(EQUAL, "")]:
+        if op == DELETE:
+            dels.append(text)
+        elif op == INSERT:
+            ins.append(text)
+        else:
+            out += [(k, "".join(t)) for k, t in ((DELETE, dels), (INSERT, ins)) if "".join(t)]
+            dels, ins = [], []
+            if text:
+                if out and out[-1][0] == EQUAL:
+                    out[-1] = (EQUAL, out[-1][1] + text)
+                else:
+                    out.append((EQUAL, text))
+    return out
+
+
+def alike(old: str, new: str) -> bool:
+    """Whether two lines are alike enough to be marked word by word."""
+    a, b = _TOKEN.findall(old), _TOKEN.findall(new)
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio() >= ALIKE
+
+
+def _line_runs(old: str | None, new: str | None) -> list[tuple[int, str]]:
+    """diff-match-patch's line mode: (op, text) runs of whole lines, newlines kept."""
     dmp = dmp_module.diff_match_patch()
     dmp.Diff_Timeout = 2.0  # a pathological pair degrades to a coarser diff, never hangs the page
-    diffs = dmp.diff_main(_normalize(old), _normalize(new))
-    dmp.diff_cleanupSemantic(diffs)
-    return [(op, text) for op, text in diffs]
+    chars_a, chars_b, line_array = dmp.diff_linesToChars(_normalize(old), _normalize(new))
+    diffs = dmp.diff_main(chars_a, chars_b, False)
+    dmp.diff_charsToLines(diffs, line_array)
+    return [(op, text) for op, text in diffs if text]
+
+
+def inline_ops(old: str | None, new: str | None) -> list[tuple[int, str]]:
+    """The inline view's (op, text) runs: unchanged lines kept whole; a changed block shown
+    line by line, word by word where the old and the new line are alike, else the old line
+    deleted and the new one inserted."""
+    runs = _line_runs(old, new)
+    ops: list[tuple[int, str]] = []
+    i = 0
+    while i < len(runs):
+        op, text = runs[i]
+        if op == EQUAL:
+            ops.append((EQUAL, text))
+            i += 1
+            continue
+        removed = text.splitlines(keepends=True) if op == DELETE else []
+        added = text.splitlines(keepends=True) if op == INSERT else []
+        if op == DELETE and i + 1 < len(runs) and runs[i + 1][0] == INSERT:
+            added = runs[i + 1][1].splitlines(keepends=True)
+            i += 1
+        for k in range(max(len(removed), len(added))):
+            left = removed[k] if k < len(removed) else ""
+            right = added[k] if k < len(added) else ""
+            if left and right and alike(left, right):
+                ops += word_diff(left, right)
+            else:
+                ops += [(kind, t) for kind, t in ((DELETE, left), (INSERT, right)) if t]
+        i += 1
+    return _merge(ops)
 
 
 def line_diff(old: str | None, new: str | None) -> list[tuple[int, list[str]]]:
     """Line diff via diff-match-patch's line mode: (op, lines) runs."""
-    dmp = dmp_module.diff_match_patch()
-    a, b = _normalize(old), _normalize(new)
-    chars_a, chars_b, line_array = dmp.diff_linesToChars(a, b)
-    diffs = dmp.diff_main(chars_a, chars_b, False)
-    dmp.diff_charsToLines(diffs, line_array)
-    return [(op, text.splitlines()) for op, text in diffs if text]
+    return [(op, text.splitlines()) for op, text in _line_runs(old, new)]
 
 
 def stats(old: str | None, new: str | None) -> tuple[int, int]:
@@ -120,9 +216,9 @@ def _equal_rows(lines: list[str], ln: int, rn: int, context: int | None, *, firs
 
 
 def inline_html(old: str | None, new: str | None, *, max_height: int = 600) -> str:
-    """One box: deletions struck through in red, insertions in green."""
+    """One box: deletions struck through in red, insertions in green, unchanged lines plain."""
     parts = []
-    for op, text in char_diff(old, new):
+    for op, text in inline_ops(old, new):
         if op == DELETE:
             parts.append(f'<del style="{_DEL}">{_esc(text)}</del>')
         elif op == INSERT:
@@ -133,9 +229,11 @@ def inline_html(old: str | None, new: str | None, *, max_height: int = 600) -> s
 
 
 def _pair_html(left: str, right: str) -> tuple[str, str]:
-    """A changed line pair with the changed words highlighted on each side."""
+    """A changed line pair with the changed words highlighted on each side (whole lines when
+    the two are not alike)."""
     lpart, rpart = [], []
-    for op, text in char_diff(left, right):
+    ops = word_diff(left, right) if alike(left, right) else [(DELETE, left), (INSERT, right)]
+    for op, text in ops:
         if op == DELETE:
             lpart.append(f'<del style="{_DEL}">{_esc(text)}</del>')
         elif op == INSERT:

@@ -1,5 +1,6 @@
-"""The Skill evolution page's views: the version timeline, version labels, edit badges and
-the blame table of the best skill.
+"""The Skill evolution page's views: the version timeline, version labels, edit badges, an
+edit's provenance (the optimizer's proposal, a person's rewrite) and evidence, and the
+blame table of the best skill.
 
 Builders take rows as the Reader returns them and give back plotly figures, pandas
 frames and text; the page only reads, calls and lays them out.
@@ -8,11 +9,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
+import json
+
 import pandas as pd
 import plotly.graph_objects as go
 
 from skillopt.skill import sha
 from skillopt.ui import blame
+from skillopt.ui.labels import edit_name, edit_number
 from skillopt.vocabulary import DROP_REASONS, FATES
 
 Row = Mapping[str, Any]
@@ -101,13 +105,80 @@ def drop_reason(e: Row) -> tuple[str, str]:
 
 def edit_badges(e: Row) -> str:
     """An edit's pipeline record as a line of code spans."""
-    badges = [f"#{e['idx']}", e["op"], f"source: {e['source']}", f"support: {e['support']}", f"fate: {e['fate']}"]
+    badges = [edit_name(e["idx"]), e["op"], f"source: {e['source']}", f"support: {e['support']}",
+              f"fate: {e['fate']}"]
     badges += [f"dropped: {drop_reason(e)[0]}"] if drop_reason(e)[0] else []
     badges += [f"patch: {e['status']}"] if e["status"] else []
     badges += [f"approval: {e['approval']}"] if e["approval"] else []
+    badges += ["edited by a person"] if e["approval"] == "edited" else []
     badges += [f"gate: {e['gate']}"] if e["gate"] else []
     # Badges are code spans; a backtick in a model-written value could close one early.
     return " · ".join(f"`{str(b).replace('`', chr(39))}`" for b in badges)
+
+
+def approvals_by_edit(approvals: Sequence[Row], edits: Sequence[Row]) -> dict[tuple[int, int], Row]:
+    """(step, edit idx) -> the approval row of that edit: the optimizer's proposal, the
+    person's decision and, when edited, the person's text. The trainer records the edit's
+    number with its approval; older rows are matched on the edit's unchanged fields."""
+    out: dict[tuple[int, int], Row] = {}
+    by_step: dict[int, list[Row]] = {}
+    for e in edits:
+        by_step.setdefault(e["step"], []).append(e)
+    for a in approvals:
+        proposed = json.loads(a["edit_json"] or "{}")
+        number = proposed.get("number")
+        if isinstance(number, int):
+            out[(a["step"], number)] = a
+            continue
+        same = [e for e in by_step.get(a["step"], []) if all(
+            (e.get(k) or "") == (proposed.get(k) or "") for k in ("op", "target", "section", "rationale"))]
+        if len(same) == 1:
+            out[(a["step"], same[0]["idx"])] = a
+    return out
+
+
+def provenance(approval: Row | None) -> tuple[str, str] | None:
+    """(the optimizer's proposed content, the person's rewrite) of an edit a person edited."""
+    if approval is None or approval["status"] != "edited":
+        return None
+    return json.loads(approval["edit_json"] or "{}").get("content") or "", approval["content"] or ""
+
+
+# The edits table's own columns; any other column an engine feature adds (an attribution,
+# the evidence behind a drop) is shown as evidence under its name.
+EDIT_COLUMNS = ("run_id", "step", "idx", "op", "target", "content", "section", "rationale", "source", "support",
+                "minibatches", "fate", "status", "approval", "gate", "note")
+ATTRIBUTION_KEYS = ("attribution", "effect", "loo_delta", "delta")
+
+
+def evidence(e: Row) -> list[tuple[str, str]]:
+    """(label, text) of what the engine stored about an edit beyond its record."""
+    out = []
+    for key, value in e.items():
+        if key in EDIT_COLUMNS or value in (None, "", "{}", "[]"):
+            continue
+        if isinstance(value, str) and value[:1] in "[{":
+            try:
+                value = json.dumps(json.loads(value), indent=1, ensure_ascii=False)
+            except ValueError:
+                pass
+        out.append((key.removesuffix("_json").replace("_", " "), str(value)))
+    return out
+
+
+def edit_effect(e: Row, step: Row | None) -> str:
+    """What the gate measured of this one edit; "not attributed" when the step's edits
+    were judged together and the engine stored no per-edit attribution."""
+    for key in ATTRIBUTION_KEYS:
+        value = e.get(key)
+        if isinstance(value, (int, float)):
+            return f"{value:+.3f} (attributed to this edit)"
+    if step is None or step.get("candidate_score") is None or step.get("current_score") is None:
+        return "not gated"
+    margin = step["candidate_score"] - step["current_score"]
+    if (step.get("n_applied") or 0) == 1:
+        return f"{margin:+.3f} (the step's only edit)"
+    return f"not attributed: {step.get('n_applied') or 0} edits judged together ({margin:+.3f} for all)"
 
 
 def score_deltas(steps: Sequence[Row], slow_updates: Sequence[Row]) -> dict[tuple[int, str], float]:
@@ -129,14 +200,18 @@ def blame_best(versions: Sequence[Row], best_step: int, best_text: str, text_at:
     return blame.blame(chain, best_text, edits, deltas)
 
 
-def origin(line: blame.BlameLine) -> str:
+def origin(line: blame.BlameLine, edited: frozenset = frozenset()) -> str:
+    """Where a line came from; `edited` holds the (step, idx) of edits a person rewrote."""
     if line.kind == "seed":
         return "seed"
     if line.kind == "epoch_end":
         return f"slow update after step {line.step}"
     if line.kind == "unknown":
         return "unrecorded change"
-    return f"step {line.step}" + (f" · edit #{line.edit_idx} ({line.edit_op})" if line.edit_idx is not None else "")
+    if line.edit_idx is None:
+        return f"step {line.step} · edit not identified"
+    by = ", edited by a person" if (line.step, line.edit_idx) in edited else ""
+    return f"step {line.step} · {edit_name(line.edit_idx)} ({line.edit_op}{by})"
 
 
 def blame_caption(lines: Sequence[blame.BlameLine], best_step: int) -> str:
@@ -144,6 +219,38 @@ def blame_caption(lines: Sequence[blame.BlameLine], best_step: int) -> str:
     return f"Best skill (step {best_step}), {len(lines)} lines. Non-blank lines by origin: {parts}"
 
 
-def blame_frame(lines: Sequence[blame.BlameLine]) -> pd.DataFrame:
-    return pd.DataFrame([{"line": ln.number, "text": ln.text, "origin": origin(ln), "step": ln.step,
-                          "Δ score of step": ln.score_delta} for ln in lines])
+def edited_caption(lines: Sequence[blame.BlameLine], edited: frozenset) -> str:
+    """Which lines of the best skill come from an edit a person rewrote during approval."""
+    by_edit: dict[tuple[int, int], int] = {}
+    for ln in lines:
+        if ln.kind == "current" and (ln.step, ln.edit_idx) in edited and ln.text.strip():
+            by_edit[(ln.step, ln.edit_idx)] = by_edit.get((ln.step, ln.edit_idx), 0) + 1
+    if not by_edit:
+        return ""
+    parts = ", ".join(f"step {step} · {edit_name(idx)} ({n} line{'s' * (n != 1)})"
+                      for (step, idx), n in sorted(by_edit.items()))
+    return f"Rewritten by a person during approval: {parts}."
+
+
+def blame_frame(lines: Sequence[blame.BlameLine], edits: Sequence[Row] = (), steps: Sequence[Row] = (),
+                edited: frozenset = frozenset()) -> pd.DataFrame:
+    """One row per line of the best skill: where it came from and what its edit did."""
+    by_edit = {(e["step"], e["idx"]): e for e in edits}
+    by_step = {s["step"]: s for s in steps}
+    rows = []
+    for ln in lines:
+        edit = by_edit.get((ln.step, ln.edit_idx)) if ln.edit_idx is not None else None
+        rows.append({"line": ln.number, "text": ln.text, "origin": origin(ln, edited), "step": ln.step,
+                     "edit": edit_number(ln.edit_idx) if ln.edit_idx is not None else None,
+                     "effect": _line_effect(ln, edit, by_step.get(ln.step))})
+    return pd.DataFrame(rows)
+
+
+def _line_effect(ln: blame.BlameLine, edit: Row | None, step: Row | None) -> str:
+    if edit is not None:
+        return edit_effect(edit, step)
+    if ln.kind == "seed":
+        return ""
+    if ln.kind == "epoch_end":
+        return "not gated" if ln.score_delta is None else f"{ln.score_delta:+.3f} (the slow update as a whole)"
+    return "no single edit wrote this line"

@@ -1,5 +1,5 @@
-"""The logic behind the New run page: tasks and uploads, knob groups, model presets,
-preflight, estimate.
+"""The logic behind the New run page: knob groups, model presets, preflight, estimate, and
+where a problem is shown (beside the field it concerns); tasks and uploads in uploads.py.
 
 Kept apart from the page (and free of streamlit) so it can be tested directly and so
 the page stays a thin layout. Nothing here trains, launches or writes the store; an
@@ -7,34 +7,25 @@ imported upload becomes a task folder (through csvimport).
 """
 from __future__ import annotations
 
-import csv
-import io
-import json
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from skillopt import config as cfg
-from skillopt.tasks.csvimport import MAX_UPLOAD_BYTES, csv_reader, import_csv_bytes
-from skillopt.errors import TaskError, UserError
+from skillopt.errors import UserError
 from skillopt.plan import Plan
-from skillopt.tasks.loader import BUILTIN_DIR
 
-UPLOADS_ENV = "SKILLOPT_UPLOADS_DIR"  # where imported tasks go; default data/tasks/uploads
-DEFAULT_TASK = "ticket-routing"  # preselected: a real task the embedded model learns in minutes
-# The evaluators an uploaded table can use without options.
-EVALUATORS = ("normalized", "exact", "choice", "contains", "numeric")
 PROMPT_SAMPLE = 20  # train items whose rendered prompts give the estimate's prompt length
 
 # Every RunConfig knob in exactly one group, in the order the form shows them.
 KNOB_GROUPS: dict[str, tuple[str, ...]] = {
     "Loop": ("num_epochs", "batch_size", "minibatch_size", "analyst_workers", "max_steps_per_epoch"),
     "Learning rate": ("learning_rate", "min_learning_rate", "lr_scheduler"),
-    "Aggregation": ("merge_mode", "dedupe_threshold", "fuzzy_anchor_threshold", "failure_only"),
+    "Aggregation": ("merge_mode", "dedupe_threshold", "fuzzy_anchor_threshold", "failure_only",
+                    "check_evidence"),
     "Gate": ("use_gate", "gate_mode", "gate_metric", "gate_mixed_weight", "gate_min_delta", "gate_alpha",
-             "max_error_rate", "rejected_buffer_scope"),
+             "max_error_rate", "gate_seed_against_no_skill", "rejected_buffer_scope"),
     "Slow update & meta": ("use_slow_update", "slow_update_samples", "slow_update_gate", "use_meta_skill"),
     "Approval": ("approval_mode", "approval_poll_s"),
     "Data": ("selection_size", "test_size", "seed"),
@@ -43,6 +34,7 @@ KNOB_GROUPS: dict[str, tuple[str, ...]] = {
                "request_timeout", "max_retries"),
     "Budgets": ("max_calls", "max_cost_usd"),
     "Performance": ("max_concurrency", "use_cache", "trajectory_chars", "speculative_rollouts"),
+    "Integrations": ("mlflow_tracking_uri", "mlflow_experiment", "notify"),
 }
 
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -265,125 +257,21 @@ def estimate_for(task, config: cfg.RunConfig, seed_skill: str) -> Estimate:
     return estimate(config, Plan.make(task, config), skill_chars=len(seed_skill), prompt_chars=prompt_chars)
 
 
-# ---- tasks and uploads --------------------------------------------------------------
+# ---- where the form shows a problem ---------------------------------------------
 
-def uploads_dir() -> Path:
-    return Path(os.environ.get(UPLOADS_ENV) or BUILTIN_DIR / "uploads")
-
-
-def task_ref(info) -> str:
-    """Built-ins by name (short, portable command line); uploads by folder."""
-    return info.name if Path(info.path).parent == BUILTIN_DIR else str(info.path)
-
-
-def default_task_index(names: list[str]) -> int:
-    return names.index(DEFAULT_TASK) if DEFAULT_TASK in names else 0
-
-
-def upload_table(name: str, data: bytes) -> tuple[bytes, list[str]]:
-    """An uploaded JSONL or CSV file as (CSV bytes, column names)."""
-    csv_bytes = jsonl_to_csv(name, data) if name.endswith(".jsonl") else data
-    return csv_bytes, csv_columns(name, csv_bytes)
-
-
-def default_inputs(columns: list[str], answer: str, id_choice: str) -> list[str]:
-    """The input columns to preselect: all but the answer, the id and the usual label names."""
-    return [c for c in columns if c not in (answer, id_choice) and c.lower() not in ("id", "label", "answer", "expected")]
-
-
-def split_ratio(text: str) -> tuple[float, ...]:
-    """"2:1:7" -> (2.0, 1.0, 7.0): the train:selection:test proportions of an import."""
+def problem_of(check: Callable[[str], Any], text: str) -> str | None:
+    """The one-line problem a form check raises for `text`, or None when it passes."""
     try:
-        parts = tuple(float(p) for p in text.split(":"))
-    except ValueError:
-        parts = ()
-    if len(parts) != 3 or min(parts) < 0 or not sum(parts):
-        raise TaskError(f"split ratio '{text}': give three non-negative numbers like 2:1:7")
-    return parts
+        check(text)
+    except UserError as exc:
+        return str(exc)
+    return None
 
 
-def import_upload(csv_bytes: bytes, file_name: str, name: str, ratio: str, **columns: Any) -> Path:
-    """Import an uploaded table as the task `name` under uploads_dir(); `columns` are
-    csvimport's mapping, answer_column, id_column and evaluator. Returns its folder."""
-    parts = split_ratio(ratio)
-    folder = task_name(name)
-    return import_csv_bytes(csv_bytes, file_name, uploads_dir() / folder, ratio=parts, name=folder, **columns)
+def field_of(message: str) -> str | None:
+    """The first config field a config error names: where the form shows it."""
+    return next((w for w in re.findall(r"\w+", message) if w in cfg.FIELD_NAMES), None)
 
 
-def check_upload(name: str, data: bytes) -> None:
-    if len(data) > MAX_UPLOAD_BYTES:
-        raise TaskError(f"{name}: {len(data) / 1e6:.1f} MB is over the 20 MB upload limit")
-    if not data.strip():
-        raise TaskError(f"{name}: the file is empty")
-
-
-def jsonl_to_csv(name: str, data: bytes) -> bytes:
-    """JSONL rows as CSV, so one column-mapping form (and csvimport) serves both formats."""
-    check_upload(name, data)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise TaskError(f"{name}: not UTF-8 text (byte {exc.start})") from None
-    rows: list[dict[str, Any]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TaskError(f"{name}:{number}: not valid JSON ({exc.msg})") from None
-        if not isinstance(row, dict):
-            raise TaskError(f"{name}:{number}: each line must be a JSON object")
-        rows.append(row)
-    columns: list[str] = []
-    for row in rows:
-        columns += [k for k in row if k not in columns]
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for k, v in row.items()})
-    return out.getvalue().encode("utf-8")
-
-
-def csv_columns(name: str, data: bytes) -> list[str]:
-    """The header of an uploaded CSV, read with the same delimiter sniffing as csvimport."""
-    check_upload(name, data)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise TaskError(f"{name}: not UTF-8 text (byte {exc.start}); re-save it as UTF-8") from None
-    try:
-        columns = [c.strip() for c in next(csv_reader(text))]
-    except (StopIteration, csv.Error):
-        raise TaskError(f"{name}:1: no header row") from None
-    if any(not c for c in columns):
-        raise TaskError(f"{name}:1: the header row has an empty column name")
-    return columns
-
-
-def field_name(column: str) -> str:
-    """The task field (a Python identifier, not id/expected) a CSV column becomes."""
-    name = re.sub(r"\W+", "_", column.strip().lower()).strip("_") or "field"
-    if name[0].isdigit():
-        name = "f_" + name
-    return name + "_text" if name in ("id", "expected") else name
-
-
-def mapping_for(columns: list[str]) -> dict[str, str]:
-    """task field -> CSV column for the chosen input columns; repeated field names get a number."""
-    out: dict[str, str] = {}
-    for column in columns:
-        field, n = field_name(column), 2
-        while field in out:
-            field, n = f"{field_name(column)}_{n}", n + 1
-        out[field] = column
-    return out
-
-
-def task_name(text: str) -> str:
-    """A safe folder name for an uploaded task: lowercase letters, digits and dashes."""
-    name = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60]
-    if not name:
-        raise TaskError("task name: use at least one letter or digit")
-    return name
+def group_of(field: str | None) -> str | None:
+    return next((g for g, names in KNOB_GROUPS.items() if field in names), None)

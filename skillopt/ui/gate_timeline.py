@@ -12,6 +12,8 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
+from skillopt.ui.labels import edit_number
+from skillopt.ui.rollouts import one_line
 from skillopt.vocabulary import DECISIONS
 
 Row = Mapping[str, Any]
@@ -181,7 +183,7 @@ def flips_frame(flips: Sequence[Sequence], items: Sequence[Row]) -> pd.DataFrame
     by_id = {i["item_id"]: i for i in items}
     return pd.DataFrame([{
         "item": item_id, "incumbent": a, "candidate": b, "change": "fixed" if b > a else "broken",
-        "input": (by_id.get(item_id) or {}).get("input_json", ""),
+        "input": one_line((by_id.get(item_id) or {}).get("input_json")),
         "expected": (by_id.get(item_id) or {}).get("expected", "")} for item_id, a, b in flips])
 
 
@@ -217,8 +219,18 @@ def default_edit_step(steps: Sequence[Row]) -> int:
     return (with_edits or [len(steps) - 1])[-1]
 
 
-def edits_frame(edits: Sequence[Row]) -> pd.DataFrame:
-    """Every edit proposed at a step, dropped ones included, with what happened to it and why."""
-    return pd.DataFrame([{"#": e["idx"], "op": e["op"], "content": e["content"] or e["target"] or "",
-                          "fate": e["fate"], "patch": e["status"] or "", "approval": e["approval"] or "",
-                          "gate": e["gate"] or "", "why": e.get("note") or ""} for e in edits])
+def edits_frame(edits: Sequence[Row], step: Row | None = None,
+                approvals: Mapping[tuple[int, int], Row] | None = None) -> pd.DataFrame:
+    """Every edit proposed at a step, dropped ones included, with what happened to it, why,
+    the evidence the engine stored, and what the gate measured of it."""
+    from skillopt.ui import evolution as evo  # the edit's provenance and evidence, shared with Skill evolution
+
+    rows = []
+    for e in edits:
+        edited = evo.provenance((approvals or {}).get((e["step"], e["idx"])))
+        rows.append({"edit": edit_number(e["idx"]), "op": e["op"], "content": e["content"] or e["target"] or "",
+                     "fate": e["fate"], "patch": e["status"] or "", "approval": e["approval"] or "",
+                     "proposed by the optimizer": edited[0] if edited else "", "gate": e["gate"] or "",
+                     "effect": evo.edit_effect(e, step) if e["gate"] else "", "why": e.get("note") or "",
+                     "evidence": "; ".join(f"{k}: {v}" for k, v in evo.evidence(e))})
+    return pd.DataFrame(rows)

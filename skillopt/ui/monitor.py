@@ -1,4 +1,5 @@
-"""Views of a run's progress shared by Home, Monitor and Compare: tables, ETA, charts.
+"""Views of a run's progress shared by Home, Monitor and Compare: status, timing, the test
+headline, tables and charts.
 
 Builders take rows as the Reader returns them and give back pandas frames or plotly
 figures; the pages only lay them out. No streamlit here, so the numbers are testable.
@@ -13,9 +14,10 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from skillopt import schedules
-from skillopt.launcher import process_alive
+from skillopt.process import runs_elsewhere, trainer_alive
 from skillopt.store import export
-from skillopt.vocabulary import ACCEPTED, LIVE_STATUSES, ROLES, STAGES, TEST_SKILLS
+from skillopt.ui.labels import TEST_LABELS, call_stage_label
+from skillopt.vocabulary import ACCEPTED, FINAL_STATUSES, LIVE_STATUSES, ROLES, SIM_PREFIX, STAGES
 
 # How the stage strip names each stage (the vocabulary gives the trainer's order).
 STAGE_LABELS: dict[str, str] = {
@@ -26,27 +28,39 @@ STAGE_LABELS: dict[str, str] = {
 INTERRUPTED = "interrupted"
 RESUMABLE = ("stopped", "failed", "incomplete", INTERRUPTED)  # incomplete: resuming retries the errored test items
 SHOWS_LOG = ("failed", INTERRUPTED, "stopped", "budget_exhausted")  # the trainer's log explains these ends
+# Ends before the last stage: the stage strip highlights none of its stages.
+ENDED_EARLY = tuple(s for s in FINAL_STATUSES if s not in ("completed", "incomplete")) + (INTERRUPTED,)
 
 
 def stage_label(stage: str) -> str:
     return STAGE_LABELS.get(stage, stage or "starting")
 
 
-def stage_strip(stage: str) -> str:
-    """The step's stages as one markdown line, the current one in bold (fixed labels only)."""
+def stage_strip(stage: str, status: str = "") -> str:
+    """The step's stages as one markdown line, the current one in bold (fixed labels only).
+
+    A run that ended without completing highlights no stage: its stored stage says "done"
+    though it stopped in the middle of a step, and "Done" in bold would read as finished.
+    """
+    if status in ENDED_EARLY:
+        strip = " → ".join(stage_label(key) for key in STAGES if key != "done")
+        return f"{strip} · **:red[ended early: {status.replace('_', ' ')}]**"
     return " → ".join(f"**:blue[{stage_label(key)}]**" if key == stage else stage_label(key) for key in STAGES)
 
 
 # ---- status and timing ------------------------------------------------------------------
 
 def effective_status(run: Mapping[str, Any]) -> str:
-    """The stored status, or "interrupted" when a live-looking run's process is gone.
+    """The stored status, or "interrupted" when a live-looking run's trainer is gone.
 
     A trainer killed hard (power loss, kill -9) never writes its final status; without this
-    the dashboard would show it running forever and never offer Resume.
+    the dashboard would show it running forever and never offer Resume. The trainer counts
+    as gone only when this machine can tell: same host, and its pid no longer names the
+    process that started the run (process.trainer_alive). A run started on another host
+    keeps its stored status.
     """
     status = run.get("status") or ""
-    if status in LIVE_STATUSES and run.get("pid") and not process_alive(run["pid"]):
+    if status in LIVE_STATUSES and run.get("pid") and not runs_elsewhere(run) and not trainer_alive(run):
         return INTERRUPTED
     return status
 
@@ -77,6 +91,52 @@ def human_duration(seconds: float | None) -> str:
     return f"{hours}h {minutes:02d}m"
 
 
+def run_seconds(run: Mapping[str, Any], now: float | None = None) -> float | None:
+    """How long the run has trained: start to finish, or to now while it has not finished."""
+    start = run.get("started_at")
+    if not start:
+        return None
+    end = run.get("finished_at") or (now if now is not None else time.time())
+    return max(0.0, end - start)
+
+
+def test_headline(run: Mapping[str, Any], tests: Mapping[str, Mapping[str, Any]],
+                  lift: Mapping[str, Any] | None) -> tuple[str, str]:
+    """(headline, detail) of a run's result on the test split: no skill / seed -> best, the
+    lift with its interval, and how long the run took. Fixed words and numbers only."""
+    took = human_duration(run_seconds(run))
+    took = f"{'running for' if run.get('status') in LIVE_STATUSES else 'took'} {took}"
+    if "best" not in tests:
+        return ("**Test split:** not scored yet", "The seed, best and final skills, and no skill at all, are scored "
+                f"on the test split when training ends · {took}")
+    scores = {w: tests[w]["score"] for w in TEST_LABELS if w in tests and tests[w]["score"] is not None}
+    before = " / ".join(f"{TEST_LABELS[w]} {scores[w]:.3f}" for w in ("none", "seed") if w in scores)
+    head = f"**Test split:** {before} → **best {scores.get('best', 0):.3f}**"
+    if "final" in scores and scores["final"] != scores.get("best"):
+        head += f" · final {scores['final']:.3f}"
+    return head, f"{lift_text(lift, scores)} · {took}"
+
+
+def lift_text(lift: Mapping[str, Any] | None, scores: Mapping[str, float]) -> str:
+    if lift and lift.get("lift") is not None:
+        base = TEST_LABELS.get(lift.get("baseline") or "", lift.get("baseline") or "")
+        interval = ("" if lift.get("ci_low") is None else
+                    f", 95% interval {lift['ci_low']:+.3f} to {lift['ci_high']:+.3f}")
+        return f"lift {lift['lift']:+.3f} over {base}{interval} ({lift.get('n_items') or 0} test items)"
+    if "seed" in scores and "best" in scores:
+        return f"best − seed {scores['best'] - scores['seed']:+.3f} (no lift interval recorded)"
+    return "no lift recorded"
+
+
+def lift_cell(lift: Mapping[str, Any] | None) -> str:
+    """A run's lift for a table cell: "+0.217 [+0.08, +0.35]"."""
+    if not lift or lift.get("lift") is None:
+        return ""
+    if lift.get("ci_low") is None:
+        return f"{lift['lift']:+.3f}"
+    return f"{lift['lift']:+.3f} [{lift['ci_low']:+.2f}, {lift['ci_high']:+.2f}]"
+
+
 def when(ts: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else ""
 
@@ -100,43 +160,6 @@ def export_files(reader: Any, run_id: str) -> dict[str, tuple[str, Callable[[], 
         "best_skill.md": ("text/markdown", lambda: reader.best_skill(run_id) or ""),
         "steps.csv": ("text/csv", lambda: export.steps_csv(export.run_document(reader, run_id))),
     }
-
-
-# ---- Home: the runs table ---------------------------------------------------------------
-
-def models_of(config: Mapping[str, Any]) -> str:
-    target, optimizer = config.get("target_model", ""), config.get("optimizer_model", "")
-    return target if target == optimizer else f"{target} → {optimizer}"
-
-
-def runs_frame(runs: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    rows = []
-    for r in runs:
-        config = json.loads(r.get("config_json") or "{}")
-        lift = (r["best_test"] - r["seed_test"]) if r.get("best_test") is not None \
-            and r.get("seed_test") is not None else None
-        rows.append({
-            "monitor": f"Monitor?run={r['id']}", "name": r.get("name") or r["id"], "task": r["task"],
-            "models": models_of(config), "status": effective_status(r),
-            "step": f"{r.get('step') or 0}/{r.get('total_steps') or 0}",
-            "best selection": r.get("best_score"), "test lift": lift, "calls": r.get("calls") or 0,
-            "cost $": r.get("cost_usd") or 0.0, "started": when(r.get("started_at") or r.get("created_at")),
-            "simulated": "yes" if r.get("simulated") else "no", "id": r["id"],
-        })
-    columns = ["monitor", "name", "task", "simulated", "models", "status", "step", "best selection", "test lift",
-               "calls", "cost $", "started", "id"]
-    return pd.DataFrame(rows, columns=columns)
-
-
-def filter_runs(frame: pd.DataFrame, statuses: Sequence[str], tasks: Sequence[str], simulated: str) -> pd.DataFrame:
-    out = frame
-    if statuses:
-        out = out[out["status"].isin(statuses)]
-    if tasks:
-        out = out[out["task"].isin(tasks)]
-    if simulated in ("yes", "no"):
-        out = out[out["simulated"] == simulated]
-    return out
 
 
 # ---- Monitor: charts --------------------------------------------------------------------
@@ -163,12 +186,14 @@ def step_curves(steps: Sequence[Mapping[str, Any]], seed_score: float | None,
     fig.add_trace(go.Scatter(x=sel_x, y=best_y, name="best so far", mode="lines", line={"shape": "hv", "dash": "dash"}))
     end = max([total_steps, *xs]) if (xs or total_steps) else 0
     # Test scores sit just right of the last step, side by side, so equal scores stay visible.
-    markers = dict(zip(TEST_SKILLS, (("triangle-down", 0.3), ("star", 0.5), ("diamond", 0.7))))
+    markers = {"none": ("circle-open", 0.2), "seed": ("triangle-down", 0.4), "best": ("star", 0.6),
+               "final": ("diamond", 0.8)}
     for which, (symbol, dx) in markers.items():
-        if which in tests:
-            fig.add_trace(go.Scatter(x=[end + dx], y=[tests[which]["score"]], name=f"test: {which} skill",
+        if which in tests and tests[which]["score"] is not None:
+            name = "no skill" if which == "none" else f"{which} skill"
+            fig.add_trace(go.Scatter(x=[end + dx], y=[tests[which]["score"]], name=f"test: {name}",
                                      mode="markers", marker={"symbol": symbol, "size": 14},
-                                     hovertemplate=f"test, {which} skill: %{{y:.3f}}<extra></extra>"))
+                                     hovertemplate=f"test, {name}: %{{y:.3f}}<extra></extra>"))
     fig.update_layout(xaxis_title="step", yaxis_title="score", yaxis_range=[-0.02, 1.02], height=420,
                       margin={"l": 10, "r": 10, "t": 30, "b": 10}, legend={"orientation": "h", "y": -0.2})
     fig.update_xaxes(dtick=1 if end <= 30 else None, range=[-0.3, end + 1])  # room for the whole run and tests
@@ -199,6 +224,7 @@ def budget_chart(steps: Sequence[Mapping[str, Any]], config: Mapping[str, Any], 
 def usage_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     frame = pd.DataFrame(list(rows), columns=["stage", "role", "calls", "cache_hits", "errors", "notes",
                                               "prompt_tokens", "completion_tokens", "cost_usd", "latency_s"])
+    frame["stage"] = [call_stage_label(x) for x in frame["stage"]]
     return frame.fillna(0).rename(columns={"cache_hits": "cache hits", "prompt_tokens": "prompt tokens",
                                            "completion_tokens": "completion tokens", "cost_usd": "cost $",
                                            "latency_s": "model time s"})
@@ -210,7 +236,8 @@ def total_calls(usage: Mapping[str, Any]) -> int:
 
 
 def tests_caption(tests: Mapping[str, Mapping[str, Any]]) -> str:
-    return "Test split: " + " · ".join(f"{w} skill {tests[w]['score']:.3f}" for w in TEST_SKILLS if w in tests)
+    return "Test split: " + " · ".join(f"{TEST_LABELS[w]}{'' if w == 'none' else ' skill'} {tests[w]['score']:.3f}"
+                                       for w in TEST_LABELS if w in tests and tests[w]["score"] is not None)
 
 
 def tokens_caption(usage: Mapping[str, Any]) -> str:
@@ -231,58 +258,13 @@ def faults_heading(usage: Mapping[str, Any]) -> str:
             f"{usage.get('notes', 0):,} note(s)")
 
 
+def injected(model: str | None) -> bool:
+    """Whether a call's fault was made on purpose: the simulated models inject faults."""
+    return (model or "").startswith(SIM_PREFIX)
+
+
 def faults_table(calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    return [{"step": c["step"], "stage": c["stage"], "role": c["role"], "model": c["model"],
-             "attempts": c["attempts"], "error": c["error"] or "", "note": c["note"] or ""} for c in calls]
-
-
-# ---- Compare ----------------------------------------------------------------------------
-
-def compare_label(run: Mapping[str, Any]) -> str:
-    """The run's name and the end of its id (names repeat: demo runs share theirs)."""
-    return f"{run['name'] or run['id']} ({run['id'][-6:]})"
-
-
-def selection_curve(steps: Sequence[Mapping[str, Any]], seed_score: float | None) -> tuple[list[int], list]:
-    xs = ([0] if seed_score is not None else []) + [s["step"] for s in steps]
-    ys = ([seed_score] if seed_score is not None else []) + [incumbent_after(s) for s in steps]
-    return xs, ys
-
-
-def compare_chart(curves: Mapping[str, tuple[list[int], list]]) -> go.Figure:
-    fig = go.Figure()
-    for label, (xs, ys) in curves.items():
-        fig.add_trace(go.Scatter(x=xs, y=ys, name=label, mode="lines+markers", line={"shape": "hv"}))
-    fig.update_layout(xaxis_title="step", yaxis_title="selection score (current skill)", yaxis_range=[-0.02, 1.02],
-                      height=420, margin={"l": 10, "r": 10, "t": 30, "b": 10},
-                      legend={"orientation": "h", "y": -0.2})
-    return fig
-
-
-def params_frame(runs: Sequence[Mapping[str, Any]], labels: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
-    """Keys × runs (config plus task and results); returns the frame and the keys that differ."""
-    table: dict[str, dict[str, Any]] = {}
-    for run, label in zip(runs, labels):
-        config = run.get("config") or json.loads(run.get("config_json") or "{}")
-        column = {"task": run.get("task"), "status": run.get("status"), "simulated": bool(run.get("simulated")),
-                  "best selection score": run.get("best_score"), "test: seed": run.get("seed_test"),
-                  "test: best": run.get("best_test"), "test: final": run.get("final_test")}
-        column |= {k: config[k] for k in sorted(config)}
-        table[label] = column
-    keys = list(dict.fromkeys(k for column in table.values() for k in column))
-    differing = [k for k in keys if len({json.dumps(c.get(k), sort_keys=True, default=str)
-                                         for c in table.values()}) > 1]
-    frame = pd.DataFrame({label: [_cell(column.get(k)) for k in keys] for label, column in table.items()},
-                         index=keys)
-    return frame, differing
-
-
-def _cell(value: Any) -> str:
-    """One display type per column (strings), so mixed config values never confuse the table."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return f"{round(value, 4):g}"
-    return str(value)
+    return [{"step": c["step"], "stage": call_stage_label(c["stage"]), "role": c["role"], "model": c["model"],
+             "attempts": c["attempts"], "error": c["error"] or "", "note": c["note"] or "",
+             "cause": "injected by the simulated model" if injected(c["model"]) else "model or network"}
+            for c in calls]

@@ -11,6 +11,8 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from skillopt.ui.rollouts import one_line
+
 Row = Mapping[str, Any]
 
 # Comparison classes as the store names them -> (tab label, what it means).
@@ -73,7 +75,7 @@ def item_table(ids: Sequence[str], items: Sequence[Row], prev: Sequence[Row], cu
     rows = []
     for item_id in ids:
         item, p, c = by_id.get(item_id, {}), prev_of.get(item_id, {}), cur_of.get(item_id, {})
-        rows.append({"item": item_id, "input": item.get("input_json", ""), "expected": item.get("expected", ""),
+        rows.append({"item": item_id, "input": one_line(item.get("input_json")), "expected": item.get("expected", ""),
                      "previous hard": p.get("hard"), "current hard": c.get("hard"),
                      "previous output": p.get("output", ""), "current output": c.get("output", ""),
                      "current feedback": c.get("feedback", "")})

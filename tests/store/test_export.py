@@ -59,7 +59,7 @@ def test_run_json_has_the_expected_keys(exported):
     assert all({"epoch", "guidance", "decision"} <= set(u) for u in doc["slow_updates"])
     assert [m["epoch"] for m in doc["meta_skills"]] == [2, 3]
     assert all(m["content"].strip() for m in doc["meta_skills"])
-    assert set(doc["test"]) == {"seed", "best", "final"} and all(isinstance(v, float) for v in doc["test"].values())
+    assert set(doc["test"]) == {"seed", "best", "final", "none"} and all(isinstance(v, float) for v in doc["test"].values())
     assert USAGE_KEYS <= set(doc["usage"])
 
 

@@ -85,6 +85,7 @@ def test_caches_and_call_records(tmp_path):
                                  time.time()))
     store.record_call(CallRecord("r1", 1, "target", "rollout", "sim/target", 10, 2, 0.0, 0.0, True, "", 0,
                                  time.time()))
+    store.flush()  # call rows are buffered until the next transaction
     usage = Reader(tmp_path / "s.db").usage("r1")
     assert usage["target_calls"] == 1 and usage["cache_hits"] == 1 and usage["prompt_tokens"] == 20
 
@@ -97,6 +98,7 @@ def test_usage_counts_errors_and_notes_apart(tmp_path):
                         ("timeout: read timed out", ""), ("", "")):
         store.record_call(CallRecord("r1", 1, "target", "rollout", "m/x", 10, 2, 0.0, 0.01, False, error, 1,
                                      time.time(), note=note))
+    store.flush()
     reader = Reader(tmp_path / "s.db")
     usage = reader.usage("r1")
     assert (usage["errors"], usage["notes"]) == (1, 2)
