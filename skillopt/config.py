@@ -45,6 +45,11 @@ class RunConfig:
     failure_only: bool = False  # reference reflects on successes too; True saves optimizer calls
     check_evidence: bool = True  # drop label rules the train data contradicts before the gate pays for them
     gate_seed_against_no_skill: bool = True  # do no harm: start from no skill when it beats the seed
+    # Score the candidate on the train items that motivated its edits before the gate: with no
+    # net gain there, the edits are dropped as contradicted; a multi-edit candidate's edits are
+    # also tried one left out each, on the items that flipped, so a harmful edit is not carried
+    # by a good one.
+    minibatch_check: bool = False  # off: it costs target calls per step and is not yet measured on the real bench
     # --- gate ---
     use_gate: bool = True  # without the gate every candidate is accepted (ablation only)
     # "strict" is the published rule (the candidate's mean must beat the incumbent's).
@@ -80,6 +85,11 @@ class RunConfig:
     optimizer_api_key_env: str = ""  # NAME of the env variable holding the optimizer's key
     allow_simulated_models: bool = False  # sim/ models know only simulated tasks: elsewhere every score is 0
     temperature: float = 0.0  # deterministic replies make the cache and resume exact
+    # Scorings per item: 1 is the published behaviour (one reply at `temperature`); n > 1 samples
+    # each item n times at `sample_temperature`, so scores carry intervals and the gate counts an
+    # item as changed only beyond its sampling noise.
+    samples_per_item: int = 1  # the published behaviour; n > 1 costs n times the target calls
+    sample_temperature: float = 0.7  # only with samples_per_item > 1: high enough to show a reply's spread
     max_tokens: int = 512  # bounded replies keep small local models fast
     request_timeout: float = 120.0  # seconds; a local 1.5B model needs about a minute for long reflections
     max_retries: int = 4  # retries of retryable errors (429, 5xx, timeouts) with backoff
@@ -126,7 +136,7 @@ _CHOICES = {
     "rejected_buffer_scope": BUFFER_SCOPES,
 }
 _POSITIVE = ("num_epochs", "batch_size", "minibatch_size", "analyst_workers", "learning_rate",
-             "min_learning_rate", "max_tokens", "max_concurrency", "trajectory_chars")
+             "min_learning_rate", "max_tokens", "max_concurrency", "trajectory_chars", "samples_per_item")
 _NON_NEGATIVE = ("max_steps_per_epoch", "slow_update_samples", "selection_size", "test_size",
                  "max_calls", "max_cost_usd", "max_retries", "gate_min_delta")
 _UNIT = ("gate_mixed_weight", "dedupe_threshold", "fuzzy_anchor_threshold", "max_error_rate")
@@ -156,8 +166,12 @@ def _validate(c: RunConfig) -> None:
             raise ConfigError(f"config key '{key}' must be between 0 and 1, got {getattr(c, key)!r}")
     if not 0.0 < c.gate_alpha <= 1.0:
         raise ConfigError(f"config key 'gate_alpha' must be in (0, 1], got {c.gate_alpha!r}")
-    if not 0.0 <= c.temperature <= 2.0:
-        raise ConfigError(f"config key 'temperature' must be between 0 and 2, got {c.temperature!r}")
+    for key in ("temperature", "sample_temperature"):
+        if not 0.0 <= getattr(c, key) <= 2.0:
+            raise ConfigError(f"config key '{key}' must be between 0 and 2, got {getattr(c, key)!r}")
+    if c.samples_per_item > 1 and c.sample_temperature <= 0.0:
+        raise ConfigError("config key 'sample_temperature' must be above 0 when samples_per_item > 1: "
+                          "at temperature 0 every sample is the same reply")
     if c.request_timeout <= 0:
         raise ConfigError(f"config key 'request_timeout' must be positive, got {c.request_timeout!r}")
     if c.min_learning_rate > c.learning_rate:

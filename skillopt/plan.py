@@ -141,6 +141,8 @@ class Plan:
         that batch. Each epoch from the second ends with a slow update (both epochs' skills on
         the sample, one optimizer call, the gate on the new guidance) and, independently, the
         meta skill (one optimizer call). Last, the seed, best and final skills are evaluated on the test split.
+        The minibatch check scores each candidate on its step's batch first; its leave-one-out
+        tries (only when a multi-edit candidate broke an item) are not forecast.
         """
         c, n_sel, steps = config, len(self.selection), self.total_steps
         sizes = self.batch_sizes()
@@ -154,7 +156,8 @@ class Plan:
         slow_target = 2 * min(c.slow_update_samples, len(self.train)) + rescore
         reflections = sum(max_reflections(n, c.minibatch_size, c.failure_only) for n in sizes)
         seed_scoring = n_sel * (2 if c.gate_seed_against_no_skill else 1)  # the seed, and no skill to beat
-        target = {"gate": seed_scoring + steps * per_gate, "rollout": self.num_epochs * (sum(sizes) + speculated),
+        checked = self.num_epochs * sum(sizes) if c.minibatch_check else 0
+        target = {"gate": seed_scoring + steps * per_gate + checked, "rollout": self.num_epochs * (sum(sizes) + speculated),
                   "slow_update": slow_epochs * slow_target, "test": len(TEST_SKILLS) * len(self.test)}
         optimizer = {"reflect": self.num_epochs * reflections, "merge": steps if c.merge_mode == "llm" else 0,
                      "lr": steps if c.lr_scheduler == "autonomous" else 0, "slow_update": slow_epochs,

@@ -12,6 +12,7 @@ from . import transforms
 from .gate import GateDecision
 from .patch import Edit, EditReport, PatchResult
 from .reflect import MinibatchResult
+from .screen import Dropped
 from .state import RejectedEdit
 from .vocabulary import Approval, Decision, GateOutcome
 
@@ -33,6 +34,7 @@ class Update:
     approvals: dict[Edit, Approval] = field(default_factory=dict)  # empty outside approval mode
     human_rejected: tuple[Edit, ...] = ()
     edited: dict[Edit, Edit] = field(default_factory=dict)  # a selected edit -> the version a person wrote
+    screened: tuple[Dropped, ...] = ()  # applied edits the minibatch check took out of the candidate
 
     def candidate(self, skill: str) -> str | None:
         """The skill the gate must judge, or None when the step changed nothing."""
@@ -54,18 +56,23 @@ def edit_outcomes(selection: transforms.Selection, update: Update, decision: Dec
 def _outcome(cand: transforms.Candidate, update: Update, gate: GateOutcome) -> ev.EditOutcome:
     report = update.reports.get(cand.edit)
     approval = update.approvals.get(cand.edit, "")
-    reached_gate = report is not None and report.status == "applied" and approval != "rejected"
-    notes = (cand.note, report.detail if report else "", APPROVAL_NOTES.get(approval, ""))
+    checked = next((d.note for d in update.screened if d.edit == update.edited.get(cand.edit, cand.edit)), "")
+    reached_gate = report is not None and report.status == "applied" and approval != "rejected" and not checked
+    notes = (cand.note, report.detail if report else "", APPROVAL_NOTES.get(approval, ""), checked)
     return ev.EditOutcome(edit=update.edited.get(cand.edit, cand.edit), minibatches=cand.minibatches,
                           fate=cand.fate, status=report.status if report else "", approval=approval,
                           gate=gate if reached_gate else "", note="; ".join(n for n in notes if n))
 
 
-def human_rejections(step: int, update: Update, score: float | None) -> tuple[RejectedEdit, ...]:
-    """A person's rejections: each is a decision on that edit alone, so each blocks its exact repeat."""
+def rejections(step: int, update: Update, score: float | None) -> tuple[RejectedEdit, ...]:
+    """The step's rejections before the gate. A person's each decide on that edit alone, so
+    each blocks its exact repeat; so does an edit the minibatch check dropped alone, while one
+    dropped with the whole candidate remembers the others as companions."""
     s = score or 0.0
     return tuple(RejectedEdit(step=step, edit=e, score_before=s, score_after=s, reason="human")
-                 for e in update.human_rejected)
+                 for e in update.human_rejected) + tuple(
+        RejectedEdit(step=step, edit=d.edit, score_before=d.score_before, score_after=d.score_after,
+                     reason="check", companions=d.companions) for d in update.screened)
 
 
 def gate_rejections(step: int, applied: Sequence[Edit], d: GateDecision) -> tuple[RejectedEdit, ...]:

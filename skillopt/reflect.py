@@ -304,7 +304,7 @@ def _reflect_one(optimizer, index: int, kind: str, batch: tuple[Trajectory, ...]
 
 
 def _repeat_detail(r: RejectedEdit) -> str:
-    who = "a person" if r.reason == "human" else "the gate"
+    who = {"human": "a person", "check": "the minibatch check"}.get(r.reason, "the gate")
     return f"repeats an edit {who} rejected alone at step {r.step}"
 
 

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
-from . import advisor, records, reflect, schedules, slow, transforms
+from . import advisor, records, reflect, schedules, slow, speculation, transforms
 from . import events as ev
 from .config import RunConfig
 from .errors import BudgetExhausted, ModelError, StopRequested
@@ -26,6 +24,7 @@ from .evidence import Evidence, collect
 from .lift import measure
 from .skill import guidance, sha
 from .records import Update, edit_outcomes
+from .screen import Screen
 from .state import State
 from .tasks.task import expected_text
 from .validation import GateResult, Validator
@@ -59,6 +58,7 @@ class Trainer:
                                    use_cache=config.use_cache, workers=config.max_concurrency,
                                    run_id=run_id, emit=self.emit)
         self.gate = Validator(config, self.plan, self.evaluator, self.evaluate, self.emit, run_id)
+        self.screen = Screen(self.evaluate, self.gate.values, config.fuzzy_anchor_threshold, config.max_error_rate)
         # How the task scores replies picks the reflection's template (a plug-in may not say).
         self.scoring = task.scoring() if hasattr(task, "scoring") else None
 
@@ -159,10 +159,10 @@ class Trainer:
         self.enter(step, "select", f"budget {budget}")
         selection = transforms.finish(pool, budget)
         # 5. apply, 6. a person approves (approval mode)
-        update = self.update(step, state.skill, selection)
+        update = self.check(step, state.skill, self.update(step, state.skill, selection), train)
         # 7. the validation gate keeps the candidate only if it is strictly better
         candidate = update.candidate(state.skill)
-        rejected = state.rejected + records.human_rejections(step, update, state.current_score)
+        rejected = state.rejected + records.rejections(step, update, state.current_score)
         decision, state, result = self.validate(step, state, candidate, n_edits=len(update.patch.applied))
         if decision == "reject":
             rejected += records.gate_rejections(step, update.patch.applied, result.decision)
@@ -257,28 +257,27 @@ class Trainer:
                                               best_step=step)
         return "accept", state
 
-    @contextmanager
     def speculate(self, step: int, incumbent: str):
-        """Warm the cache with the next batch under the incumbent while the gate runs.
-
-        Kept when the gate rejects (the next step rolls out the same skill on those items),
-        wasted when it accepts; either way the decisions are those of sequential execution.
-        """
+        """Warm the cache with the next batch under the incumbent while the gate runs."""
         c, plan, nxt = self.config, self.plan, step + 1
-        if not (c.speculative_rollouts and c.use_cache and self.hooks.cache is not None
-                and nxt <= plan.total_steps and plan.epoch_of(nxt) == plan.epoch_of(step)):
-            yield
-            return
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            future = pool.submit(self.warm, incumbent, plan.batch(nxt), nxt)
-            yield
-        future.result()  # surface a budget or model error of the speculation
+        due = (c.speculative_rollouts and c.use_cache and self.hooks.cache is not None
+               and nxt <= plan.total_steps and plan.epoch_of(nxt) == plan.epoch_of(step))
+        return speculation.warming(self.evaluator, incumbent, plan.batch(nxt) if due else None, nxt,
+                                   self.hooks.should_stop)
 
-    def warm(self, skill: str, items, step: int) -> None:
-        for item in items:
-            if self.hooks.should_stop():
-                return
-            self.evaluator.one(skill, item, step=step, stage="rollout")
+    def check(self, step: int, skill: str, update: Update, train: Batch) -> Update:
+        """The minibatch check: edits its step's train items contradict leave the candidate."""
+        if not self.config.minibatch_check or update.candidate(skill) is None:
+            return update
+        self.enter(step, "gate", "minibatch check: the candidate on its step's train items")
+        patch, dropped = self.screen.check(step, skill, update.patch.applied, self.plan.batch(step),
+                                           self.gate.values(train))
+        if patch is None:
+            return update
+        back = {v: k for k, v in update.edited.items()}  # a person's version -> the selected edit
+        kept = [e for e in update.patch.applied if e not in {d.edit for d in dropped}]
+        reports = update.reports | {back.get(e, e): r for e, r in zip(kept, patch.reports)}
+        return replace(update, patch=patch, screened=dropped, reports=reports)
 
     def wait_for_approval(self, step: int, skill: str, edits: Sequence[Edit], sources: dict):
         self.enter(step, "approval", f"{len(edits)} edits wait for approval")

@@ -66,8 +66,9 @@ ACCEPTED: tuple[Decision, ...] = ("accept", "accept_new_best")
 GateOutcome = Literal["accepted", "rejected", "skipped"]
 GATE_OUTCOMES: tuple[GateOutcome, ...] = ("accepted", "rejected", "skipped")
 
-# Why a rejected edit is remembered: the gate rejected its candidate, or a person did.
-RejectionReason = Literal["gate", "human"]
+# Why a rejected edit is remembered: the gate rejected its candidate, a person did, or the
+# minibatch check found it hurt on its step's train items.
+RejectionReason = Literal["gate", "human", "check"]
 
 # A run's lifecycle in the store. "incomplete": the run finished, but a final test score
 # misses more items (model errors) than max_error_rate allows; resuming retries them.
@@ -83,10 +84,11 @@ TEST_SKILLS: tuple[TestSkill, ...] = ("seed", "best", "final", "none")
 
 # Why a set of rollouts was run (the rollouts.purpose column): a step's train batch, the
 # incumbent and the candidate of each gating stage (a step's gate, the slow update's gate),
-# the slow update's comparison of the epoch's start and end skills, and the final tests.
+# the slow update's comparison of the epoch's start and end skills, the final tests, and the
+# minibatch check's candidate and leave-one-out variants on the step's train items.
 Purpose = Literal["train", "gate_current", "gate_candidate", "slow_update_current", "slow_update_candidate",
                   "slow_prev", "slow_cur", "test_seed", "test_best", "test_final", "test_none",
-                  "baseline"]
+                  "baseline", "check", "check_leave_one_out"]
 
 # A sweep (grid search) and its trials. A trial ends with its run's final status, or
 # "skipped" when the sweep's budget ran out before it could start. Resume runs again every

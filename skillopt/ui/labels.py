@@ -22,7 +22,9 @@ PURPOSE_LABELS: dict[str, str] = {
     "test_best": "test: best skill",
     "test_final": "test: final skill",
     "test_none": "test: no skill",
-    "baseline": "test: no skill",
+    "baseline": "seed gate: no skill",
+    "check": "minibatch check: the candidate on its step's train items",
+    "check_leave_one_out": "minibatch check: the candidate with one edit left out",
 }
 
 # Why a model was called (llm_calls.stage) -> what it is, for a person.
