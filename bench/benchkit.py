@@ -44,14 +44,20 @@ def stamp(argv: list[str] | None = None) -> dict:
             "command": " ".join(["python", shown, *argv[1:]])}
 
 
+def save_result(bench: str, figures: dict) -> str:
+    """Save figures + stamp as the bench's result; returns the JSON line."""
+    line = json.dumps({"bench": bench, **stamp(), "figures": figures}, separators=(",", ":"))
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{bench}.json").write_text(line + "\n", encoding="utf-8")
+    return line
+
+
 def finish(bench: str, figures: dict, save: bool = True) -> dict:
     """Print the bench's last line (figures + stamp, one JSON object) and save it as its result."""
     result = {"bench": bench, **stamp(), "figures": figures}
-    line = json.dumps(result, separators=(",", ":"))
-    print(line)
+    print(json.dumps(result, separators=(",", ":")))
     if save:
-        RESULTS.mkdir(exist_ok=True)
-        (RESULTS / f"{bench}.json").write_text(line + "\n", encoding="utf-8")
+        save_result(bench, figures)
     return result
 
 

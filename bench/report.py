@@ -346,6 +346,9 @@ def learning(results: dict) -> str:
             "edits | calls target / optimizer | wall time | targets |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     out += [learning_cells(task, row) for task, row in fig["tasks"].items()]
+    # A bench stopped before its last task saves the tasks it finished; the rest are named, unmeasured.
+    out += [f"| {task} | — | not measured: the bench stopped before this task |" + " — |" * 11 + " **missed** |"
+            for task in fig.get("pending", [])]
     return "\n".join(out)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Sequence
 
 from .tasks.task import Item, expected_text
@@ -54,8 +55,10 @@ def collect(train: Sequence[Item], seen: Sequence[Item], render: Callable[[Item]
                                    for it in unique.values()))
 
 
-def _words(text: str) -> set[str]:
-    return set(_WORD.findall(text.casefold())) - STOP_WORDS
+@lru_cache(maxsize=8192)
+def _words(text: str) -> frozenset[str]:
+    # Cached: every rule of every step looks up the words of every train task seen so far.
+    return frozenset(_WORD.findall(text.casefold())) - STOP_WORDS
 
 
 def _mentions(content: str, labels: Sequence[str]) -> list[tuple[int, int, str, bool]]:

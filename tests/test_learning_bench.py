@@ -251,6 +251,19 @@ def test_the_readme_shows_a_full_run_without_not_measured(sim_bench):
     assert cells.count(" | ") == 14 and "**missed**" in cells
 
 
+def test_each_finished_task_is_saved_with_the_rest_pending(sim_bench, tmp_path, monkeypatch):
+    monkeypatch.setattr(learning, "measure", lambda db, task, options: {**sim_bench[1], "task": task})
+    monkeypatch.setattr(benchkit, "RESULTS", tmp_path / "results")
+    seen = []
+    figures = learning.run(["a", "b", "c"], tmp_path / "x.db", quick=True, on_task=seen.append)
+    assert [f["pending"] for f in seen] == [["b", "c"], ["c"], []]
+    assert [list(f["tasks"]) for f in seen] == [["a"], ["a", "b"], ["a", "b", "c"]]
+    assert not seen[0]["met"] and figures["pending"] == []
+    text = report.learning({"learning": {**saved(sim_bench[1], "full"), "figures": seen[0]}})
+    pending = [line for line in text.splitlines() if line.startswith(("| b |", "| c |"))]
+    assert len(pending) == 2 and all("not measured" in p and p.count(" | ") == 14 for p in pending)
+
+
 # ------------------------------------------------------------ the held-out task
 
 def test_the_task_regenerates_byte_identically(tmp_path):
