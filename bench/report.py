@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
-BENCHES = ("calls", "overhead", "dashboard", "local_model", "faults", "learning", "real_model", "sweep")
+BENCHES = ("calls", "overhead", "dashboard", "local_model", "faults", "learning", "real_model", "sweep", "checks")
 LABELS = {"oracle": "oracle optimizer (`sim/optimizer`, reads the hidden rules)",
           "non-oracle": "non-oracle optimizer (`sim/learner`, learns from the cases{noise})"}
 NOT_MEASURED = "not measured"
@@ -352,7 +352,30 @@ def learning(results: dict) -> str:
     return "\n".join(out)
 
 
-BLOCKS = {"README.md": {"performance": performance, "reliability": reliability, "learning": learning},
+def checks(results: dict) -> str:
+    """README.md's table of the edit checks (bench/checks.py): which earn their calls."""
+    result = results.get("checks")
+    if not result:
+        return f"Edit checks (`python bench/checks.py`): {NOT_MEASURED}."
+    fig = result["figures"]
+    out = [f"Edit checks, {fig['task']} with the {fig['optimizer']} optimizer, seeds {fig['seeds'][0]}–"
+           f"{fig['seeds'][-1]}, project defaults otherwise: {command(result, 'python bench/checks.py')}, "
+           f"{when(result)}.", "",
+           "| arm | target calls | test score (best) | calls vs no checks (95% CI) | test vs no checks (95% CI) | verdict |",
+           "|---|---|---|---|---|---|"]
+    for name, a in fig["arms"].items():
+        if "ratio" not in a:
+            out.append(f"| {name} | {a['target_calls']:.0f} | {a['test_best']:.3f} | — | — | the baseline |")
+            continue
+        r, d = a["ratio"], a["test_diff"]
+        out.append(f"| {name} | {a['target_calls']:.0f} | {a['test_best']:.3f} | {r['mean']:.3f}× "
+                   f"({r['low']:.3f}–{r['high']:.3f}) | {d['mean']:+.4f} ({d['low']:+.4f} to {d['high']:+.4f}) | "
+                   f"{a['verdict']} |")
+    return "\n".join(out)
+
+
+BLOCKS = {"README.md": {"performance": performance, "reliability": reliability, "learning": learning,
+                       "checks": checks},
           "bench/README.md": {"figures": bench_figures}}
 
 
