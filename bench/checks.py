@@ -1,21 +1,24 @@
-"""Which edit checks earn their calls: the label-evidence check and the minibatch check.
+"""Which checks earn their calls: the label-evidence check, the minibatch check and the slow update's gate.
 
     python bench/checks.py [--seeds 16] [--workers 2] [--no-save]
 
 On `sim-rulebook` with the non-oracle simulated optimizer (`sim/learner`: it sees only the
 prompts and learns rules from the cases, 20% of its rules wrong or irrelevant; it does not read
 the hidden rules), the project defaults otherwise (4 epochs, batch 40), every run in its own
-fresh database. Three arms, fixed here before any run:
+fresh database. Four arms, fixed here before any run, each with the arm it is compared with:
 
 - no checks: check_evidence=false minibatch_check=false (nothing checked before the gate);
-- defaults: the label-evidence check only (check_evidence=true, the project default);
-- defaults + minibatch check: minibatch_check=true.
+- defaults: the label-evidence check only (check_evidence=true, the project default), vs no checks;
+- defaults + minibatch check: minibatch_check=true, vs no checks;
+- defaults, slow update forced: slow_update_gate=false (the epoch-end guidance goes in without
+  the gate, as in the published SkillOpt), vs defaults: does the gate cost the learning?
 
-Each arm is compared with "no checks" seed by seed (seeds 42 up): the mean and 95% t-interval
+Each arm is compared with its baseline seed by seed (seeds 42 up): the mean and 95% t-interval
 of the target-calls ratio and of the test-score difference (best skill, 120 test items). A
 check earns its calls when the score difference's interval lies above 0, or when it saves
 calls at a score difference whose interval contains 0; otherwise it is reported as not
-earning them. Calls follow bench/calls.py's counting rule (a test evaluation of a skill text
+earning them (for the slow update's arm the check is the gate it drops, so the verdict is
+read the other way round: forcing it in "earns its calls" when the gate costs the learning). Calls follow bench/calls.py's counting rule (a test evaluation of a skill text
 already tested in the run counts once). The last line is one JSON object, also saved to
 bench/results/checks.json.
 """
@@ -34,7 +37,10 @@ from calls import compare, run_all  # noqa: E402
 MODEL = ("target_model=sim/target", "optimizer_model=sim/learner")
 ARMS = {"no checks": ("check_evidence=false", "minibatch_check=false"),
         "defaults": (),
-        "defaults + minibatch check": ("minibatch_check=true",)}
+        "defaults + minibatch check": ("minibatch_check=true",),
+        "defaults, slow update forced": ("slow_update_gate=false",)}
+BASELINE = {"defaults": "no checks", "defaults + minibatch check": "no checks",
+            "defaults, slow update forced": "defaults"}
 REPORT_SEED = 42
 
 
@@ -55,7 +61,6 @@ def main(argv: list[str] | None = None) -> dict:
     args = ap.parse_args(argv)
     seeds = list(range(REPORT_SEED, REPORT_SEED + args.seeds))
     rows = run_all({name: (*MODEL, *arm) for name, arm in ARMS.items()}, seeds, args.workers)
-    base = rows["no checks"]
     print(f"sim-rulebook, non-oracle sim/learner, 4 epochs x batch 40, seeds {seeds[0]}..{seeds[-1]}; means over seeds")
     print(f"{'arm':<28} {'target calls':>12} {'optimizer':>9} {'test best':>9} {'accepts':>7}")
     arms = {}
@@ -65,13 +70,13 @@ def main(argv: list[str] | None = None) -> dict:
               f"{statistics.fmean(r['test_best'] for r in rs):>9.3f} {statistics.fmean(r['accepts'] for r in rs):>7.1f}")
         arms[name] = {"target_calls": round(statistics.fmean(r["target_calls"] for r in rs), 1),
                       "test_best": round(statistics.fmean(r["test_best"] for r in rs), 4)}
-        if name != "no checks":
-            arms[name] |= compare(base, rs)
+        if name in BASELINE:
+            arms[name] |= {"baseline": BASELINE[name], **compare(rows[BASELINE[name]], rs)}
             arms[name]["verdict"] = earns(arms[name])
     for name, a in arms.items():
         if "ratio" in a:
             r, d = a["ratio"], a["test_diff"]
-            print(f"{name} / no checks, per seed: calls ratio {r['mean']:.3f} (95% CI {r['low']:.3f}..{r['high']:.3f}), "
+            print(f"{name} / {a['baseline']}, per seed: calls ratio {r['mean']:.3f} (95% CI {r['low']:.3f}..{r['high']:.3f}), "
                   f"test difference {d['mean']:+.4f} (95% CI {d['low']:+.4f}..{d['high']:+.4f}) -> {a['verdict']}")
     return finish("checks", {"task": "sim-rulebook", "optimizer": "sim/learner (non-oracle)", "seeds": seeds,
                              "arms": arms}, save=not args.no_save)

@@ -361,14 +361,16 @@ def checks(results: dict) -> str:
     out = [f"Edit checks, {fig['task']} with the {fig['optimizer']} optimizer, seeds {fig['seeds'][0]}–"
            f"{fig['seeds'][-1]}, project defaults otherwise: {command(result, 'python bench/checks.py')}, "
            f"{when(result)}.", "",
-           "| arm | target calls | test score (best) | calls vs no checks (95% CI) | test vs no checks (95% CI) | verdict |",
-           "|---|---|---|---|---|---|"]
+           "| arm | target calls | test score (best) | compared with | calls ratio (95% CI) | test difference (95% CI) "
+           "| verdict |",
+           "|---|---|---|---|---|---|---|"]
     for name, a in fig["arms"].items():
         if "ratio" not in a:
-            out.append(f"| {name} | {a['target_calls']:.0f} | {a['test_best']:.3f} | — | — | the baseline |")
+            out.append(f"| {name} | {a['target_calls']:.0f} | {a['test_best']:.3f} | — | — | — | the baseline |")
             continue
         r, d = a["ratio"], a["test_diff"]
-        out.append(f"| {name} | {a['target_calls']:.0f} | {a['test_best']:.3f} | {r['mean']:.3f}× "
+        out.append(f"| {name} | {a['target_calls']:.0f} | {a['test_best']:.3f} | {a.get('baseline', 'no checks')} | "
+                   f"{r['mean']:.3f}× "
                    f"({r['low']:.3f}–{r['high']:.3f}) | {d['mean']:+.4f} ({d['low']:+.4f} to {d['high']:+.4f}) | "
                    f"{a['verdict']} |")
     return "\n".join(out)
