@@ -73,22 +73,30 @@ def measure(db: Path, overrides: tuple[str, ...], seed: int) -> dict:
         store.close()
     reader = Reader(db)
     try:
-        made = reader.one("SELECT SUM(role = 'target') AS target, SUM(role = 'optimizer') AS optimizer, "
-                          "COALESCE(SUM(prompt_tokens + completion_tokens), 0) AS tokens "
-                          "FROM llm_calls WHERE run_id = ? AND cached = 0", (run_id,))
+        paid = paid_calls(reader, run_id)
         stages = {r["stage"]: r["n"] for r in reader.q(
             "SELECT stage, COUNT(*) AS n FROM llm_calls WHERE run_id = ? AND role = 'target' AND cached = 0 "
             "GROUP BY stage", (run_id,))}
-        repeat_calls, repeat_tokens = repeated_tests(reader, run_id)
-        tests = reader.tests(run_id)
-        decisions = [s["decision"] for s in reader.steps(run_id)]
     finally:
         reader.close()
-    stages["test"] = stages.get("test", 0) - repeat_calls
-    return {"seed": seed, "status": status, "target_calls": (made["target"] or 0) - repeat_calls,
-            "repeat_test_calls": repeat_calls, "optimizer_calls": made["optimizer"] or 0,
-            "tokens": made["tokens"] - repeat_tokens, "stages": {s: stages.get(s, 0) for s in STAGES},
-            "test_best": tests["best"]["score"], "test_seed": tests["seed"]["score"],
+    stages["test"] = stages.get("test", 0) - paid["repeat_test_calls"]
+    return {"seed": seed, "status": status, **{k: paid[k] for k in (
+        "target_calls", "repeat_test_calls", "optimizer_calls", "tokens", "accepts")},
+        "stages": {s: stages.get(s, 0) for s in STAGES},
+        "test_best": paid["tests"]["best"]["score"], "test_seed": paid["tests"]["seed"]["score"]}
+
+
+def paid_calls(reader, run_id: str) -> dict:
+    """A run's figures by the counting rule: real calls by role and their tokens, less a repeated
+    test evaluation's; its test rows; its steps and how many were accepted."""
+    made = reader.one("SELECT SUM(role = 'target') AS target, SUM(role = 'optimizer') AS optimizer, "
+                      "COALESCE(SUM(prompt_tokens + completion_tokens), 0) AS tokens "
+                      "FROM llm_calls WHERE run_id = ? AND cached = 0", (run_id,))
+    repeat_calls, repeat_tokens = repeated_tests(reader, run_id)
+    decisions = [s["decision"] for s in reader.steps(run_id)]
+    return {"target_calls": (made["target"] or 0) - repeat_calls, "repeat_test_calls": repeat_calls,
+            "optimizer_calls": made["optimizer"] or 0, "tokens": made["tokens"] - repeat_tokens,
+            "tests": reader.tests(run_id), "steps": len(decisions),
             "accepts": sum(d.startswith("accept") for d in decisions)}
 
 

@@ -13,8 +13,8 @@ own fresh database:
 
 Figures per arm: target calls and optimizer calls (real calls: cache hits are not calls, and a
 test evaluation of a skill text already tested in the run is counted once, as in every bench),
-tokens of those calls, wall time of the run, and the test score of the best skill (and of the
-seed and final skills). The model is loaded before either run and its KV cache emptied before
+tokens of those calls, wall time of the run, and the test score of the best skill (and of no
+skill, the seed and the final skill). The model is loaded before either run and its KV cache emptied before
 each, so neither run pays the load nor inherits the other's cache. Target: defaults <= 0.6x the
 reference's target calls and <= 0.5x its wall time at an equal or better test score. One seed,
 one run per arm: a real run takes ~20+ minutes (the reference about three times that), so the
@@ -37,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchkit import finish  # noqa: E402  (bench/ is the script's folder, first on sys.path)
-from calls import REFERENCE, repeated_tests  # noqa: E402
+from calls import REFERENCE, paid_calls  # noqa: E402
 
 TASK, MODEL, SEED = "ticket-routing", "local/qwen2.5-coder-1.5b", 42
 FULL = ("num_epochs=2", "batch_size=20")
@@ -62,19 +62,14 @@ def measure(db: Path, task: str, overrides: tuple[str, ...]) -> dict:
         store.close()
     reader = Reader(db)
     try:
-        made = reader.one("SELECT SUM(role = 'target') AS target, SUM(role = 'optimizer') AS optimizer, "
-                          "COALESCE(SUM(prompt_tokens + completion_tokens), 0) AS tokens "
-                          "FROM llm_calls WHERE run_id = ? AND cached = 0", (run_id,))
-        repeat_calls, repeat_tokens = repeated_tests(reader, run_id)
-        tests = reader.tests(run_id)
-        decisions = [s["decision"] for s in reader.steps(run_id)]
+        paid = paid_calls(reader, run_id)
     finally:
         reader.close()
-    score = {which: round(tests[which]["score"], 4) if which in tests else None for which in ("seed", "best", "final")}
-    return {"status": status, "target_calls": (made["target"] or 0) - repeat_calls,
-            "optimizer_calls": made["optimizer"] or 0, "tokens": made["tokens"] - repeat_tokens,
-            "wall_s": round(wall, 2), "test": score, "steps": len(decisions),
-            "accepted": sum(d.startswith("accept") for d in decisions)}
+    tests = paid["tests"]
+    score = {which: round(tests[which]["score"], 4) if which in tests else None
+             for which in ("none", "seed", "best", "final")}
+    return {"status": status, **{k: paid[k] for k in ("target_calls", "optimizer_calls", "tokens", "steps")},
+            "wall_s": round(wall, 2), "test": score, "accepted": paid["accepts"]}
 
 
 def cold_model(model: str) -> None:
@@ -101,8 +96,9 @@ def compare(task: str, target: str, optimizer: str, schedule: tuple[str, ...]) -
             arms[name] = measure(Path(tmp) / "runs.db", task, (*models, *schedule, *overrides))
         a = arms[name]
         print(f"{name:<10} {a['status']:<10} target {a['target_calls']:>5}  optimizer {a['optimizer_calls']:>4}  "
-              f"tokens {a['tokens']:>8,}  wall {a['wall_s']:>7.1f} s  test seed/best/final "
-              f"{a['test']['seed']}/{a['test']['best']}/{a['test']['final']}  accepted {a['accepted']}/{a['steps']}",
+              f"tokens {a['tokens']:>8,}  wall {a['wall_s']:>7.1f} s  test none/seed/best/final "
+              f"{a['test']['none']}/{a['test']['seed']}/{a['test']['best']}/{a['test']['final']}  "
+              f"accepted {a['accepted']}/{a['steps']}",
               flush=True)
     ref, new = arms["reference"], arms["defaults"]
     ratio = {key: round(new[key] / ref[key], 3) if ref[key] else None
