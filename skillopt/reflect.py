@@ -224,23 +224,38 @@ def _cases_text(batch: Sequence[Trajectory], limit: int, skill: str, common: Seq
         out.append(f"=== {size} case{'s' if size > 1 else ''} expecting \"{clip(group, 80)}\" "
                    f"(the assistant said {said}) ===")
         out.extend(format_case(n + k + 1, members[k], limit, skill, common) for k in range(size))
-        others = [t for t in context if t.expected.strip() != group]
-        answers = {w for t in (*members, *context) for w in _words(f"{t.expected} {t.output}")}
-        clues = tuple(w for w in clue_words([_task_text(t, common) for t in members],
-                                            [_task_text(t, common) for t in others], CLUE_WORDS + 2)
-                      if w not in answers)[:CLUE_WORDS]  # an answer's name is no clue to it
         wrong = answered.most_common(1)[0][0]
-        if clues:
-            words = " or ".join(clues)
-            out.append(f"Words these {size} tasks share: {', '.join(clues)}. Draft rule (fix it if these words are "
-                       f"not the real clue): - If a task mentions {words}, answer {clip(group, 80)}, not {wrong}.")
-        contrast = next((t for t in others if t.expected.strip() == wrong and t.evaluation.hard >= 1
-                         and t.item_id not in {m.item_id for m in members}), None)
-        if contrast is not None:
-            out.append(f"Contrast: this task rightly got \"{clip(wrong, 40)}\": "
-                       f"{clip(' '.join(_task_text(contrast, common).split()), 200)}")
+        # Only a group answered with ANOTHER answer has a clue to find: a success group, or
+        # failures that gave the right answer in the wrong form, would get "answer X, not X".
+        if context and _bare(wrong) != _bare(group):
+            out.extend(_clues(members, group, wrong, context, common))
         n += size
     return "\n".join(out)
+
+
+def _bare(answer: str) -> str:
+    return " ".join(re.sub(r"[^\w\s-]", " ", answer.casefold()).split())
+
+
+def _clues(members: Sequence[Trajectory], group: str, wrong: str, context: Sequence[Trajectory],
+           common: Sequence[str]) -> list[str]:
+    """A failure group's clue words with a draft rule, and one case that rightly got the wrong answer."""
+    out = []
+    others = [t for t in context if t.expected.strip() != group]
+    answers = {w for t in (*members, *context) for w in _words(f"{t.expected} {t.output}")}
+    clues = tuple(w for w in clue_words([_task_text(t, common) for t in members],
+                                        [_task_text(t, common) for t in others], CLUE_WORDS + 2)
+                  if w not in answers)[:CLUE_WORDS]  # an answer's name is no clue to it
+    if clues:
+        out.append(f"Words these {len(members)} tasks share: {', '.join(clues)}. Draft rule (fix it if these words "
+                   f"are not the real clue): - If a task mentions {' or '.join(clues)}, answer {clip(group, 80)}, "
+                   f"not {wrong}.")
+    contrast = next((t for t in others if t.expected.strip() == wrong and t.evaluation.hard >= 1
+                     and t.item_id not in {m.item_id for m in members}), None)
+    if contrast is not None:
+        out.append(f"Contrast: this task rightly got \"{clip(wrong, 40)}\": "
+                   f"{clip(' '.join(_task_text(contrast, common).split()), 200)}")
+    return out
 
 
 # What the optimizer is told to look for, by the kind of answer the task scores (labels go

@@ -100,3 +100,20 @@ def test_an_edit_the_gate_rejected_is_dropped_when_proposed_again():
     assert [e.content for e in result.edits] == ["- If an order mentions hazardous goods, answer freight."]
     assert [(d.reason, d.edit.content) for d in result.dropped] == [
         ("repeat_of_rejected", "- If an order mentions  hazardous goods, answer air.")]
+
+
+def test_no_draft_rule_says_answer_x_not_x():
+    """A success group, or failures that gave the right answer in another form, have no clue to
+    find: their draft rule would read "answer air, not air"."""
+    _SEEN.clear()
+    optimizer = LLM("h10capture/x", "optimizer", GenSettings(max_retries=0))
+    config = RunConfig(target_model="sim/target", optimizer_model="sim/optimizer", minibatch_size=8)
+    wordy = [traj(f"w{i}", f"Urgent hazardous order {i}, hazardous again", "air", "Air.") for i in range(3)]
+    reflect(optimizer, SKILL, [*STEP, *wordy], budget=2, buffer=StepBuffer(), meta_skill="", config=config,
+            step=1, seed=3)
+    failures = next(u for u in _SEEN if "expecting \"freight\"" in u)
+    successes = next(u for u in _SEEN if "got these right" in u)
+    assert "answer freight, not air." in failures  # the real failure group keeps its draft rule
+    assert "expecting \"air\" (the assistant said \"Air.\" x3)" in failures
+    assert "Draft rule" not in successes and "Words these" not in successes
+    assert "answer air, not Air." not in failures and failures.count("Draft rule") == 1
