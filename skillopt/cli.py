@@ -176,8 +176,9 @@ def cmd_show(args) -> int:
     print(f"run {run['id']}  {run['name']}  status={run['status']} {run['reason']}")
     print(f"task {run['task']}{'  (SIMULATED models)' if run['simulated'] else ''}")
     for s in doc["steps"]:
-        print(f"  step {s['step']:>3} epoch {s['epoch']} budget {s['edit_budget']} train {s['train_hard']:.3f} "
-              f"selection {s['selection_score'] or 0:.3f} candidate {s['candidate_score'] or 0:.3f} "
+        print(f"  step {s['step']:>3} epoch {s['epoch']} budget {s['edit_budget']} train {s['train_hard']:.3f}"
+              f"{_ci(s, 'train_interval')} selection {s['selection_score'] or 0:.3f}{_ci(s, 'selection_interval')} "
+              f"candidate {s['candidate_score'] or 0:.3f}{_ci(s, 'candidate_interval')} "
               f"{s['decision']} ({s['n_applied']}/{s['n_proposed']} edits applied)")
     print("test: " + ", ".join(_test_line(w, doc) for w in doc["test"]))
     if doc["lift"]:
@@ -189,14 +190,19 @@ def cmd_show(args) -> int:
     return 0
 
 
+def _ci(row: dict, key: str) -> str:
+    """ " [lo-hi]": a score's 95% sampling interval (samples_per_item > 1), or nothing."""
+    return f" [{row[key][0]:.3f}-{row[key][1]:.3f}]" if row.get(key) else ""
+
+
 def _test_line(which: str, doc: dict) -> str:
     score, items = doc["test"][which], doc["test_items"].get(which)
     if score is None or items is None:
         return f"{which} -"
     if not items["n_errors"]:
-        return f"{which} {score:.3f}"
+        return f"{which} {score:.3f}{_ci(items, 'interval')}"
     missing = f"{items['n_errors']} of {items['n_items']} items errored"
-    return f"{which} {score:.3f} ({missing}{', INCOMPLETE' if not items['complete'] else ''})"
+    return f"{which} {score:.3f}{_ci(items, 'interval')} ({missing}{', INCOMPLETE' if not items['complete'] else ''})"
 
 
 def cmd_export(args) -> int:
@@ -248,10 +254,21 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_approve(args) -> int:
+    from .ui.labels import approval_edit_number
+
     store = _store(args)
     status = "rejected" if args.reject else "approved"
-    for idx in args.idx:
-        store.decide(args.run_id, args.step, idx, status)
+    # The numbers the dashboard shows ("edit N", counted from 1 within the step), not row indexes.
+    shown = {approval_edit_number(r, json.loads(r["edit_json"])): r["idx"]
+             for r in store.approvals(args.run_id, args.step)}
+    if not shown:
+        raise UserError(f"run {args.run_id} has no edits of step {args.step} for approval")
+    unknown = [n for n in args.idx if n not in shown]
+    if unknown:
+        raise UserError(f"step {args.step} has no edit {unknown[0]} for approval (its edits: "
+                        f"{', '.join(map(str, sorted(shown)))})")
+    for number in args.idx:
+        store.decide(args.run_id, args.step, shown[number], status)
     print(f"{status} {len(args.idx)} edit(s) of step {args.step}")
     return 0
 
@@ -338,7 +355,7 @@ def parser() -> argparse.ArgumentParser:
     sp = add("approve", cmd_approve, "approve (or --reject) pending edits of a step")
     sp.add_argument("run_id")
     sp.add_argument("step", type=int)
-    sp.add_argument("idx", type=int, nargs="+")
+    sp.add_argument("idx", type=int, nargs="+", metavar="edit", help="edit numbers as the dashboard shows them")
     sp.add_argument("--reject", action="store_true")
     return p
 

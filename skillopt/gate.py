@@ -5,6 +5,12 @@ incumbent's cached score; ties reject. `paired` compares the two skills item by 
 on the same selection items and can stop early. Its early decisions are exact, not
 estimates: it stops only when every possible outcome of the remaining items leads to
 the same decision as evaluating them all (see PairedGate).
+
+With sampled scores (samples_per_item > 1, see spread.py) both rules count what is within
+the target's sampling noise as a tie: strict needs the difference of the means beyond the
+95% interval of that difference; paired counts an item as won or lost only when its
+difference exceeds Z * sqrt(var_candidate + var_incumbent) of the two item means. With one
+sample per item every variance is 0 and both rules are exactly the published ones.
 """
 from __future__ import annotations
 
@@ -13,6 +19,8 @@ import hashlib
 import math
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
+
+from .spread import tolerance
 
 # Differences smaller than this are float noise: such an item is a tie, such a gain is none.
 EPS = 1e-12
@@ -52,16 +60,26 @@ class GateDecision:
     n_errors: int = 0  # gate items the candidate could not be scored on (model errors): left out
     n_errors_current: int = 0  # the same for the incumbent
     complete: bool = True  # False when either skill errored on more items than max_error_rate allows
+    # 95% sampling-noise intervals of the two scores (spread.interval); None with one sample per item
+    current_ci: tuple[float, float] | None = None
+    candidate_ci: tuple[float, float] | None = None
 
 
-def strict(current_score: float, candidate_score: float, n_items: int) -> GateDecision:
-    """The reference rule: accept iff candidate > current; a tie rejects."""
+def strict(current_score: float, candidate_score: float, n_items: int, noise: float = 0.0) -> GateDecision:
+    """The reference rule: accept iff candidate > current; a tie rejects. `noise`: with sampled
+    scores, half the 95% interval of the difference of the means (spread.halfwidth); a margin
+    within it is a tie too (0: the published rule)."""
     margin = candidate_score - current_score
-    accept = margin > EPS
+    need = max(EPS, noise)
+    accept = margin > need
     if accept:
         reason = f"candidate {candidate_score:.4f} > current {current_score:.4f}"
+        reason += f", beyond sampling noise ±{noise:.4f}" if noise > EPS else ""
     elif abs(margin) <= EPS:
         reason = f"tie at {candidate_score:.4f}: ties reject"
+    elif abs(margin) <= need:
+        reason = (f"within sampling noise: margin {margin:+.4f}, 95% noise ±{noise:.4f}: a tie, ties reject "
+                  f"(candidate {candidate_score:.4f}, current {current_score:.4f})")
     else:
         reason = f"candidate {candidate_score:.4f} < current {current_score:.4f}"
     return GateDecision(accept=accept, current_score=current_score, candidate_score=candidate_score,
@@ -87,15 +105,14 @@ def order_items(item_ids: Iterable[str], seed: int) -> tuple[str, ...]:
     return tuple(sorted(set(item_ids), key=lambda i: (hashlib.sha256(f"{seed}\x00{i}".encode()).hexdigest(), i)))
 
 
-def _outcome(diff: float) -> int:
-    return 1 if diff > EPS else (-1 if diff < -EPS else 0)
+Diff = tuple[float, float]  # (candidate - incumbent, the tolerance within which it is a tie)
 
 
-def _rule(diffs: Sequence[float], n: int, min_delta: float, alpha: float) -> tuple[bool, float, float, int, int]:
+def _rule(diffs: Sequence[Diff], n: int, min_delta: float, alpha: float) -> tuple[bool, float, float, int, int]:
     """(accept, mean gain, p, wins, losses) for the full set of `n` per-item differences."""
-    wins = sum(1 for d in diffs if _outcome(d) > 0)
-    losses = sum(1 for d in diffs if _outcome(d) < 0)
-    gain = math.fsum(diffs) / n if n else 0.0
+    wins = sum(1 for d, tol in diffs if d > tol)
+    losses = sum(1 for d, tol in diffs if d < -tol)
+    gain = math.fsum(d for d, _ in diffs) / n if n else 0.0
     p = sign_test_p(wins, losses)
     return (n > 0 and gain >= max(min_delta, EPS) and p <= alpha), gain, p, wins, losses
 
@@ -111,12 +128,18 @@ class PairedGate:
     every completion rejects (early reject), and if the all-worst one accepts, every
     completion accepts (early accept). Sums use math.fsum (exactly rounded), so the
     bound and the full evaluation can never disagree through float summation order.
+
+    `variances` (sampled scores): each incumbent item mean's variance. An item is won or
+    lost only beyond tolerance(var_incumbent + var_candidate); an unseen item's bound uses
+    the incumbent's part alone, the smallest tolerance it can get, so the bounds stay exact
+    (a real candidate value is no further out and its tie zone no narrower).
     """
 
-    __slots__ = ("_incumbent", "_items", "_min_delta", "_alpha", "_seen")
+    __slots__ = ("_incumbent", "_items", "_min_delta", "_alpha", "_seen", "_variances", "_tols")
 
     def __init__(self, incumbent: Mapping[str, float], items: Sequence[str],
-                 min_delta: float = 0.0, alpha: float = 0.5, _seen: Mapping[str, float] | None = None):
+                 min_delta: float = 0.0, alpha: float = 0.5, _seen: Mapping[str, float] | None = None, *,
+                 variances: Mapping[str, float] | None = None, _tols: Mapping[str, float] | None = None):
         items = tuple(items)
         missing = [i for i in items if i not in incumbent]
         if missing:
@@ -128,16 +151,27 @@ class PairedGate:
         self._min_delta = float(min_delta)
         self._alpha = float(alpha)
         self._seen: dict[str, float] = dict(_seen or {})
+        self._variances = dict(variances or {})
+        self._tols: dict[str, float] = dict(_tols or {})  # per seen item, when not EPS
+
+    def _copy(self, items: Sequence[str], seen: Mapping[str, float], tols: Mapping[str, float]) -> "PairedGate":
+        return PairedGate(self._incumbent, items, self._min_delta, self._alpha, seen, variances=self._variances,
+                          _tols=tols)
 
     # -- observing
-    def observe(self, item_id: str, candidate_value: float) -> "PairedGate":
+    def observe(self, item_id: str, candidate_value: float, variance: float = 0.0) -> "PairedGate":
+        """`variance`: that of the candidate's item mean (sampled scores; 0 for one sample)."""
         if item_id not in self._incumbent:
             raise ValueError(f"item {item_id!r} is not in this gate")
         if item_id in self._seen:
             raise ValueError(f"item {item_id!r} was already observed")
         seen = dict(self._seen)
         seen[item_id] = float(candidate_value)
-        return PairedGate(self._incumbent, self._items, self._min_delta, self._alpha, seen)
+        tols = self._tols
+        noise = self._variances.get(item_id, 0.0) + variance
+        if noise > 0:
+            tols = {**tols, item_id: tolerance(noise, EPS)}
+        return self._copy(self._items, seen, tols)
 
     def drop(self, item_id: str) -> "PairedGate":
         """The gate without `item_id`: the candidate could not be scored on it (a model
@@ -145,7 +179,7 @@ class PairedGate:
         if item_id in self._seen:
             raise ValueError(f"item {item_id!r} was already observed")
         items = tuple(i for i in self._items if i != item_id)
-        return PairedGate(self._incumbent, items, self._min_delta, self._alpha, self._seen)
+        return self._copy(items, self._seen, self._tols)
 
     @property
     def items(self) -> tuple[str, ...]:
@@ -160,13 +194,16 @@ class PairedGate:
         return len(self._seen)
 
     # -- bounds
-    def _diffs(self, fill: float | None) -> list[float]:
-        """Seen differences plus unseen ones as if the candidate scored `fill` (None: skip)."""
+    def _diffs(self, fill: float | None) -> list[Diff]:
+        """Seen differences plus unseen ones as if the candidate scored `fill` (None: skip),
+        each with its tie tolerance."""
         out = []
         for i in self._items:
-            value = self._seen.get(i, fill)
+            value = self._seen.get(i)
             if value is not None:
-                out.append(value - self._incumbent[i])
+                out.append((value - self._incumbent[i], self._tols.get(i, EPS)))
+            elif fill is not None:
+                out.append((fill - self._incumbent[i], tolerance(self._variances.get(i, 0.0), EPS)))
         return out
 
     def _verdict(self, fill: float) -> bool:
@@ -190,8 +227,8 @@ class PairedGate:
         current = math.fsum(self._incumbent[i] for i in seen_ids) / k if k else 0.0
         candidate = math.fsum(self._seen[i] for i in seen_ids) / k if k else 0.0
         observed = self._diffs(None)
-        wins = sum(1 for d in observed if _outcome(d) > 0)
-        losses = sum(1 for d in observed if _outcome(d) < 0)
+        wins = sum(1 for d, tol in observed if d > tol)
+        losses = sum(1 for d, tol in observed if d < -tol)
         p = sign_test_p(wins, losses)
         early = self.done and 0 < n and k < n
         need = max(self._min_delta, EPS)
@@ -216,9 +253,11 @@ class PairedGate:
 
 
 def paired(incumbent: Mapping[str, float], candidate: Mapping[str, float], items: Sequence[str],
-           min_delta: float = 0.0, alpha: float = 0.5) -> GateDecision:
-    """The paired rule evaluated on every item (no early stop): the sequential gate's reference."""
-    gate = PairedGate(incumbent, items, min_delta, alpha)
+           min_delta: float = 0.0, alpha: float = 0.5, *, incumbent_var: Mapping[str, float] | None = None,
+           candidate_var: Mapping[str, float] | None = None) -> GateDecision:
+    """The paired rule evaluated on every item (no early stop): the sequential gate's reference.
+    The variances (sampled scores) are those of each item's mean; none: one sample per item."""
+    gate = PairedGate(incumbent, items, min_delta, alpha, variances=incumbent_var)
     for i in gate.items:
-        gate = gate.observe(i, candidate[i])
+        gate = gate.observe(i, candidate[i], (candidate_var or {}).get(i, 0.0))
     return gate.decision()

@@ -8,11 +8,20 @@ seed skill's test score is shared by every run of the same task and model.
 
 A model failure is never a score: an item whose target or judge call failed is errored,
 left out of the batch's means (and counted), never cached, and tried again next time.
+
+Sampling (`samples`, samples_per_item > 1): each item is rolled out n times, each sample a
+target call of its own at `sample_temperature` with a seed from (item, sample index): a
+sample is reproducible, samples differ, and two skills meet the same seeds. The item's
+score is the samples' mean, the samples are kept on its Evaluation, and an errored sample
+errors the item. n and the temperature join the cache key, so a 1-sample score and a
+3-sample mean never stand in for each other; with n = 1 the key and the calls are unchanged.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -20,6 +29,7 @@ from typing import Callable, Protocol, Sequence
 
 from . import events as ev
 from .models.llm import LLM
+from .models.providers import GenSettings
 from .skill import sha
 from .tasks.task import Evaluation, Item, Trajectory
 
@@ -69,8 +79,11 @@ class Evaluator:
     """Evaluates skills on items for one run; emits RolloutsDone for the store."""
 
     def __init__(self, task, target: LLM, *, judge: LLM | None, cache: EvalCache | None, use_cache: bool,
-                 workers: int, run_id: str, emit: Callable[[ev.Event], None]):
+                 workers: int, run_id: str, emit: Callable[[ev.Event], None], samples: int = 1,
+                 sample_temperature: float = 0.7):
         self.task = task
+        self.samples = max(1, int(samples))
+        self.sample_temperature = float(sample_temperature)
         self.target = target
         self.judge = judge
         self.cache = cache if use_cache else None
@@ -79,9 +92,13 @@ class Evaluator:
         self.emit = emit
         settings = target.settings
         graded_by = judge.model if judge is not None and getattr(task, "uses_judge", False) else ""
+        sampling = ["samples", self.samples, self.sample_temperature] if self.samples > 1 else []
         self._model_key = json.dumps([task.name, task.evaluator_version, target.model,
                                       settings.temperature, settings.max_tokens]
-                                     + ([graded_by] if graded_by else []))
+                                     + ([graded_by] if graded_by else []) + sampling)
+        # (skill sha, item id) -> the samples of every sampled result this run has seen: the
+        # gate needs the incumbent's spread, also when the cache is off.
+        self._samples: dict[tuple[str, str], tuple[tuple[float, float], ...]] = {}
         # One pool for the whole run: starting 8 threads per evaluation cost more than the
         # simulated rollouts themselves (a new thread waits for the GIL held by busy workers).
         self._pool: ThreadPoolExecutor | None = None
@@ -120,9 +137,29 @@ class Evaluator:
         row = self.cache.eval_get(self.key(skill_sha or sha(skill), item))
         if row is None:
             return None
+        # A row written before sampling existed (or by a cache without the column) has no samples.
+        stored = row["samples_json"] if "samples_json" in row.keys() else None
+        samples = tuple((float(h), float(s)) for h, s in json.loads(stored)) if stored else ()
         return Trajectory(item_id=item.id, prompt=row["prompt"], output=row["output"],
                           expected=_expected_text(item.expected),
-                          evaluation=Evaluation(hard=row["hard"], soft=row["soft"], feedback=row["feedback"]))
+                          evaluation=Evaluation(hard=row["hard"], soft=row["soft"], feedback=row["feedback"],
+                                                samples=samples))
+
+    def samples_of(self, skill_sha: str, item: Item) -> tuple[tuple[float, float], ...]:
+        """The (hard, soft) samples of a skill's result on an item: seen this run, or cached; ()
+        when unknown (one sample per item, or the cache is off and this run never scored it)."""
+        if self.samples == 1:
+            return ()
+        known = self._samples.get((skill_sha, item.id))
+        if known is None:
+            hit = self.cached("", item, skill_sha)
+            known = hit.evaluation.samples if hit is not None else ()
+        return known
+
+    def _remember(self, skill_sha: str, trajs: Sequence[Trajectory]) -> None:
+        for t in trajs:
+            if t.evaluation.samples and not t.error:
+                self._samples[(skill_sha, t.item_id)] = t.evaluation.samples
 
     def run(self, skill: str, items: Sequence[Item], *, step: int, split: str, purpose: str,
             stage: str) -> Batch:
@@ -130,13 +167,17 @@ class Evaluator:
         results: list[Trajectory | None] = [self.cached(skill, it, skill_sha) for it in items]
         hits = tuple(r is not None for r in results)
         missing = [i for i, r in enumerate(results) if r is None]
-        if missing:
+        if missing and self.samples > 1:
+            for i, traj in zip(missing, self._sampled(skill, skill_sha, [items[i] for i in missing], step, stage)):
+                results[i] = traj
+        elif missing:
             def one(i: int) -> Trajectory:
                 return self._rollout(skill, skill_sha, items[i], step=step, stage=stage)
 
             for i, traj in zip(missing, self._executor().map(one, missing)):
                 results[i] = traj
         batch = Batch(trajectories=tuple(results), cached=hits)  # type: ignore[arg-type]
+        self._remember(skill_sha, batch.trajectories)
         if items:
             self.emit(ev.RolloutsDone(run_id=self.run_id, step=step, split=split, purpose=purpose,
                                       skill_sha=skill_sha, trajectories=batch.trajectories, cached=hits))
@@ -144,22 +185,75 @@ class Evaluator:
 
     def one(self, skill: str, item: Item, *, step: int, stage: str) -> tuple[Trajectory, bool]:
         """Evaluate a single item (the paired gate walks items one by one)."""
-        hit = self.cached(skill, item)
+        skill_sha = sha(skill)
+        hit = self.cached(skill, item, skill_sha)
         if hit is not None:
-            return hit, True
-        return self._rollout(skill, sha(skill), item, step=step, stage=stage), False
+            traj = hit
+        elif self.samples > 1:
+            traj = self._sampled(skill, skill_sha, [item], step, stage)[0]
+        else:
+            traj = self._rollout(skill, skill_sha, item, step=step, stage=stage)
+        self._remember(skill_sha, [traj])
+        return traj, hit is not None
 
     def _rollout(self, skill: str, skill_sha: str, item: Item, *, step: int, stage: str) -> Trajectory:
+        traj = self._score(skill, item, step=step, stage=stage)
+        if self.cache is not None and not traj.error:
+            self.cache.eval_put(self.key(skill_sha, item), traj)
+        return traj
+
+    def _score(self, skill: str, item: Item, *, step: int, stage: str, sample: int | None = None) -> Trajectory:
+        """One rollout of `item`: with the role's settings, or as sample number `sample`."""
+        settings = None if sample is None else self.sample_settings(item, sample)
+
         def complete(messages: list[dict]):
-            return self.target.complete(messages, stage=stage, step=step)
+            if settings is None:  # one sample per item: exactly the call it always was
+                return self.target.complete(messages, stage=stage, step=step)
+            return self.target.complete(messages, stage=stage, step=step, settings=settings)
 
         def judge(messages: list[dict]):
             return self.judge.complete(messages, stage="judge", step=step)
 
-        traj = self.task.rollout(item, skill, complete, judge=judge if self.judge is not None else None)
-        if self.cache is not None and not traj.error:
-            self.cache.eval_put(self.key(skill_sha, item), traj)
-        return traj
+        return self.task.rollout(item, skill, complete, judge=judge if self.judge is not None else None)
+
+    def sample_settings(self, item: Item, sample: int) -> GenSettings:
+        """Sample `sample`'s settings: the sampling temperature and a seed from (item, index)."""
+        digest = hashlib.sha256(f"{self._item_hash(item)}|sample {sample}".encode()).digest()
+        return dataclasses.replace(self.target.settings, temperature=self.sample_temperature,
+                                   seed=int.from_bytes(digest[:4], "big"))
+
+    def _sampled(self, skill: str, skill_sha: str, items: Sequence[Item], step: int, stage: str) -> list[Trajectory]:
+        """Every sample of every item, spread over the pool; each item's samples combined and cached."""
+        n = self.samples
+        pairs = [(item, k) for item in items for k in range(n)]
+
+        def one(pair: tuple[Item, int]) -> Trajectory:
+            return self._score(skill, pair[0], step=step, stage=stage, sample=pair[1])
+
+        flat = list(self._executor().map(one, pairs))
+        out = []
+        for j, item in enumerate(items):
+            traj = combine(flat[j * n:(j + 1) * n])
+            if self.cache is not None and not traj.error:
+                self.cache.eval_put(self.key(skill_sha, item), traj)
+            out.append(traj)
+        return out
+
+
+def combine(samples: Sequence[Trajectory]) -> Trajectory:
+    """One item's samples as its trajectory: hard and soft are the samples' means, each
+    sample's (hard, soft) is kept. An errored sample errors the item (a model failure is
+    never a score). The reply and feedback shown are the lowest-scoring sample's: a wrong
+    reply is what the optimizer learns from, and hard < 1 makes the item a failure case."""
+    failed = next((t for t in samples if t.error), None)
+    if failed is not None:
+        return failed
+    pairs = tuple((t.evaluation.hard, t.evaluation.soft) for t in samples)
+    n = len(pairs)
+    hard, soft = math.fsum(h for h, _ in pairs) / n, math.fsum(s for _, s in pairs) / n
+    worst = min(samples, key=lambda t: (t.evaluation.hard, t.evaluation.soft))  # the first of the lowest
+    feedback = f"{worst.evaluation.feedback} [{n} samples, mean hard {hard:.2f}; this reply is the lowest-scoring]"
+    return dataclasses.replace(worst, evaluation=Evaluation(hard, soft, feedback, samples=pairs))
 
 
 def _expected_text(expected) -> str:

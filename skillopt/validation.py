@@ -5,6 +5,11 @@ through the run's rollout Evaluator (so every result is cached and recorded), an
 which items flipped. Two modes: `strict` scores the candidate on every item and compares
 means (the published rule); `paired` walks items one by one and stops as soon as the
 outcome cannot change.
+
+With sampled scores (samples_per_item > 1) each item's value is its samples' mean, and
+the gate is told each mean's variance (the incumbent's from this run or the cache, the
+candidate's from its samples): what is within sampling noise is a tie (see gate.py), and
+the decision carries both scores' 95% intervals (spread.py).
 """
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 from . import events as ev
-from . import gate
+from . import gate, spread
 from .config import RunConfig
 from .errors import ModelError
 from .plan import Plan
@@ -39,6 +44,19 @@ def value(config: RunConfig, scored: Batch | Trajectory) -> float:
         return gate.mean_score(pairs, config.gate_metric, config.gate_mixed_weight)
     e = scored.evaluation
     return gate.metric_value(e.hard, e.soft, config.gate_metric, config.gate_mixed_weight)
+
+
+class Values(dict):
+    """Per-item gate values of sampled scores, with `variances`: each item mean's variance."""
+
+    def __init__(self, values: Mapping[str, float], variances: Mapping[str, float]):
+        super().__init__(values)
+        self.variances = dict(variances)
+
+
+def variances(values: Mapping[str, float]) -> dict[str, float]:
+    """The per-item variances `values` carries ({} for one sample per item)."""
+    return getattr(values, "variances", {})
 
 
 def mean(values: Mapping[str, float], items: Sequence[str]) -> float:
@@ -68,14 +86,48 @@ class Validator:
         return value(self.config, scored)
 
     def values(self, batch: Batch) -> dict[str, float]:
-        return {t.item_id: self.value(t) for t in batch.scored}
+        """{item id: gate value}; sampled, a Values that also holds each item's variance."""
+        out = {t.item_id: self.value(t) for t in batch.scored}
+        if self.config.samples_per_item <= 1:
+            return out
+        return Values(out, {t.item_id: self.variance(t) for t in batch.scored})
+
+    def variance(self, t: Trajectory) -> float:
+        """The variance of a trajectory's gate value, a mean over its samples (0: one sample)."""
+        return self.sample_variance(t.evaluation.samples)
+
+    def sample_variance(self, samples: Sequence[tuple[float, float]]) -> float:
+        c = self.config
+        return spread.mean_variance([gate.metric_value(h, s, c.gate_metric, c.gate_mixed_weight) for h, s in samples])
+
+    def incumbent_variances(self, skill: str, items: Sequence) -> dict[str, float]:
+        """Each item's variance under `skill` (its samples seen this run or cached; 0 unknown)."""
+        if self.config.samples_per_item <= 1:
+            return {}
+        skill_sha = sha(skill)
+        return {it.id: self.sample_variance(self.evaluator.samples_of(skill_sha, it)) for it in items}
+
+    def with_intervals(self, d: gate.GateDecision, current_var: Mapping[str, float],
+                       candidate_var: Mapping[str, float], items: Sequence[str]) -> gate.GateDecision:
+        """The decision with both scores' 95% sampling intervals over `items` (sampled runs only)."""
+        if self.config.samples_per_item <= 1 or not items:
+            return d
+        n = len(items)
+        return dataclasses.replace(
+            d, current_ci=spread.interval(d.current_score, [current_var.get(i, 0.0) for i in items], n),
+            candidate_ci=spread.interval(d.candidate_score, [candidate_var.get(i, 0.0) for i in items], n))
 
     def compare(self, incumbent: Mapping[str, float], candidate: Mapping[str, float]) -> gate.GateDecision:
         """The gate's rule on two fully scored skills (on the items both were scored on)."""
         common = [i for i in incumbent if i in candidate]
+        inc_var, cand_var = variances(incumbent), variances(candidate)
         if self.config.gate_mode == "paired":
-            return gate.paired(incumbent, candidate, common, self.config.gate_min_delta, self.config.gate_alpha)
-        return gate.strict(mean(incumbent, common), mean(candidate, common), len(common))
+            d = gate.paired(incumbent, candidate, common, self.config.gate_min_delta, self.config.gate_alpha,
+                            incumbent_var=inc_var, candidate_var=cand_var)
+        else:
+            noise = spread.halfwidth([inc_var.get(i, 0.0) + cand_var.get(i, 0.0) for i in common], len(common))
+            d = gate.strict(mean(incumbent, common), mean(candidate, common), len(common), noise)
+        return self.with_intervals(d, inc_var, cand_var, common)
 
     def run(self, step: int, current: str, candidate: str, incumbent: Mapping[str, float],
             stage: str) -> GateResult:
@@ -99,7 +151,11 @@ class Validator:
                                                          purpose=f"{stage}_current", stage=stage)))
         after = self.values(batch)
         common = [it.id for it in items if it.id in before and it.id in after]
-        decision = gate.strict(mean(before, common), mean(after, common), len(common))
+        inc_var = self.incumbent_variances(current, [it for it in items if it.id in common])
+        cand_var = variances(after)
+        noise = spread.halfwidth([inc_var.get(i, 0.0) + cand_var.get(i, 0.0) for i in common], len(common))
+        decision = self.with_intervals(gate.strict(mean(before, common), mean(after, common), len(common), noise),
+                                       inc_var, cand_var, common)
         if not self.config.use_gate:
             decision = dataclasses.replace(decision, accept=True, reason="gate disabled")
         decision = dataclasses.replace(decision, n_errors=batch.n_errors,
@@ -124,7 +180,8 @@ class Validator:
         # the full evaluation's decision (PairedGate's bounds are exact); this one stops soonest
         # on rejects, the common case once a run matures. Ties keep the seeded shuffle.
         order = sorted(gate.order_items(list(values), self.plan.step_seed(step)), key=values.__getitem__)
-        pg = gate.PairedGate(values, order, min_delta=c.gate_min_delta, alpha=c.gate_alpha)
+        inc_var = variances(values)
+        pg = gate.PairedGate(values, order, min_delta=c.gate_min_delta, alpha=c.gate_alpha, variances=inc_var)
         trajs, hits, flipped = [], [], []
         for item_id in order:
             if pg.done:
@@ -135,7 +192,7 @@ class Validator:
             if traj.error:
                 pg = pg.drop(item_id)
                 continue
-            pg = pg.observe(item_id, self.value(traj))
+            pg = pg.observe(item_id, self.value(traj), self.variance(traj))
             if values[item_id] != self.value(traj):
                 flipped.append((item_id, values[item_id], self.value(traj)))
         self.emit(ev.RolloutsDone(run_id=self.run_id, step=step, split="selection", purpose=f"{stage}_candidate",
@@ -146,6 +203,9 @@ class Validator:
         scored = [t for t in trajs if not t.error]
         decision = dataclasses.replace(whole_split_scores(pg.decision(), values, scored, self.value),
                                        n_errors=len(trajs) - len(scored), n_errors_current=len(items) - len(values))
+        # Items the candidate was not scored on count as unchanged: the incumbent's noise is theirs.
+        cand_var = {**inc_var, **{t.item_id: self.variance(t) for t in scored}}
+        decision = self.with_intervals(decision, inc_var, cand_var, list(values))
         return GateResult(decision=incomplete(decision, len(items), c.max_error_rate), flipped=tuple(flipped),
                           candidate_values=tuple((t.item_id, self.value(t)) for t in scored))
 

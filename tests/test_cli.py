@@ -151,3 +151,30 @@ def test_reading_a_missing_database_is_a_user_error(tmp_path):
     out = cli("runs", db=tmp_path / "none.db")
     assert out.returncode == 2 and out.stderr.strip() == f"error: {tmp_path / 'none.db'}: no database yet (start a run first)"
     assert not (tmp_path / "none.db").exists()  # a reader never creates the file
+
+
+def test_approve_takes_the_edit_numbers_the_dashboard_shows(trained):
+    from skillopt import events as ev
+    from skillopt.patch import Edit
+    from skillopt.store.writer import Store
+
+    db, proc = trained
+    run_id = run_id_of(proc)
+    edits = (Edit(op="add", content="- one"), Edit(op="add", content="- two"))
+    store = Store(db)
+    try:  # step 99: edits 3 and 5 of the step wait (its edits 1, 2 and 4 were not selected)
+        store(ev.ApprovalRequested(run_id=run_id, step=99, edits=edits, diffs=("", ""), numbers=(2, 4)))
+    finally:
+        store.close()
+    out = cli("approve", run_id, "99", "5", "--reject", db=db)
+    assert out.returncode == 0 and "rejected 1 edit(s) of step 99" in out.stdout, out.stderr
+    wrong = cli("approve", run_id, "99", "2", db=db)
+    assert wrong.returncode == 2 and "step 99 has no edit 2 for approval (its edits: 3, 5)" in wrong.stderr
+    none = cli("approve", run_id, "98", "1", db=db)
+    assert none.returncode == 2 and f"run {run_id} has no edits of step 98 for approval" in none.stderr
+    store = Store(db)
+    try:
+        rows = {r["idx"]: r["status"] for r in store.approvals(run_id, 99)}
+    finally:
+        store.close()
+    assert rows == {0: "pending", 1: "rejected"}

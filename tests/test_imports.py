@@ -21,7 +21,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "skillopt"
 
-PURE = ("skill", "patch", "anchor", "schedules", "transforms", "gate", "config", "plan", "state", "vocabulary")
+PURE = ("skill", "patch", "anchor", "schedules", "transforms", "gate", "spread", "config", "plan", "state",
+        "vocabulary")
 HEAVY = ("litellm", "sqlite3", "sqlite_utils", "streamlit", "llama_cpp")
 
 

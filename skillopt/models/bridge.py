@@ -58,7 +58,8 @@ def _bridge(prefix: str) -> Any:
             params = kwargs.get("optional_params") or {}
             settings = GenSettings(temperature=float(params.get("temperature", 0.0) or 0.0),
                                    max_tokens=int(params.get("max_tokens") or GenSettings.max_tokens),
-                                   timeout=float(kwargs.get("timeout") or GenSettings.timeout), max_retries=0)
+                                   timeout=float(kwargs.get("timeout") or GenSettings.timeout), max_retries=0,
+                                   seed=None if params.get("seed") is None else int(params["seed"]))
             provider = providers.lookup(prefix)
             assert provider is not None  # bridged only once registered, and never unregistered
             try:
@@ -163,6 +164,8 @@ def complete(model: str, messages: list[dict], settings: GenSettings, response_f
                               "num_retries": 0, "max_retries": 0}
     if response_format is not None:
         kwargs["response_format"] = response_format
+    if settings.seed is not None and _takes_seed(litellm, model):
+        kwargs["seed"] = settings.seed
     if api_base:
         kwargs["api_base"] = api_base
     if api_key:
@@ -186,6 +189,19 @@ def complete(model: str, messages: list[dict], settings: GenSettings, response_f
         except Exception:  # models missing from the cost map (self-hosted) cost 0, not a crash
             cost = 0.0
     return HandlerResult(text, prompt_tokens, completion_tokens, float(cost))
+
+
+def _takes_seed(litellm: Any, model: str) -> bool:
+    """Whether `seed` may go with the call: a provider without the parameter (Anthropic)
+    refuses the whole call over it, and a sample without a seed is still a sample."""
+    if providers.is_known(model.partition("/")[0]):
+        return True  # our bridged providers (llama.cpp) read it
+    try:
+        provider = litellm.get_llm_provider(model)[1]
+        params = litellm.get_supported_openai_params(model=model, custom_llm_provider=provider)
+    except Exception:  # a model litellm cannot place: leave the seed out rather than fail the call
+        return False
+    return bool(params) and "seed" in params
 
 
 def unknown_provider(model: str, api_base: str = "") -> str | None:

@@ -4,7 +4,7 @@ Public API:
     Reply, CallRecord, CallSink, Models
     LLM(model, role, settings, sink=None, meter=None, run_id="", api_base="", api_key_env="",
         use_cache=True, max_concurrency=8)
-        .complete(messages, *, stage, step, response_format=None, max_tokens=None) -> Reply
+        .complete(messages, *, stage, step, response_format=None, max_tokens=None, settings=None) -> Reply
         .complete_json(messages, *, stage, step, schema, validate) -> tuple[object | None, Reply]
     build_models(config, sink, run_id, meter) -> Models(target, optimizer, judge)
     cache_key(model, messages, settings, response_format) -> str
@@ -145,8 +145,10 @@ class LLM:
 
     # public ---------------------------------------------------------------------------------
     def complete(self, messages: list[dict], *, stage: str, step: int, response_format: dict | None = None,
-                 max_tokens: int | None = None) -> Reply:
-        reply, record = self._complete(messages, stage, step, response_format, max_tokens)
+                 max_tokens: int | None = None, settings: GenSettings | None = None) -> Reply:
+        """settings: this call's own generation settings (a sample's temperature and seed) in
+        place of the role's; the response cache still serves temperature-0 calls only."""
+        reply, record = self._complete(messages, stage, step, response_format, max_tokens, settings)
         self._record(record)
         return reply
 
@@ -195,10 +197,11 @@ class LLM:
                           error=reply.error, attempts=attempts, created_at=time.time(), note=note)
 
     def _complete(self, messages: list[dict], stage: str, step: int, response_format: dict | None,
-                  max_tokens: int | None) -> tuple[Reply, CallRecord]:
+                  max_tokens: int | None, override: GenSettings | None = None) -> tuple[Reply, CallRecord]:
         if stage not in CALL_STAGES:
             raise ValueError(f"stage must be one of {CALL_STAGES}, got {stage!r}")
-        settings = self.settings if max_tokens is None else dataclasses.replace(self.settings, max_tokens=max_tokens)
+        settings = override or self.settings
+        settings = settings if max_tokens is None else dataclasses.replace(settings, max_tokens=max_tokens)
         key = ""
         if self.sink is not None and self.use_cache and settings.temperature == 0:
             key = cache_key(self.model, messages, settings, response_format)

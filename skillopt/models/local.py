@@ -224,9 +224,11 @@ class Engine:
             raise ModelError(f"local/{name}: cannot load {path}: {exc}") from None
 
     def chat(self, messages: list[dict], settings: GenSettings, response_format: dict | None) -> HandlerResult:
-        # The sampling seed is a hash of the request, so a reply at temperature > 0 does not
-        # depend on which calls came before it (resume and concurrency keep results stable).
-        seed = int.from_bytes(hashlib.sha256(repr(messages).encode("utf-8")).digest()[:4], "big")
+        # The sampling seed is the call's own (each sample of an item has one) or a hash of the
+        # request, so a reply at temperature > 0 does not depend on which calls came before it
+        # (resume and concurrency keep results stable).
+        seed = settings.seed if settings.seed is not None else \
+            int.from_bytes(hashlib.sha256(repr(messages).encode("utf-8")).digest()[:4], "big")
         kwargs: dict = {"temperature": settings.temperature, "max_tokens": settings.max_tokens, "seed": seed}
         fmt = llama_response_format(response_format)
         if fmt is not None:

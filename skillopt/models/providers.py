@@ -28,6 +28,10 @@ class GenSettings:
     max_tokens: int = 512
     timeout: float = 120.0
     max_retries: int = 4
+    # The sampling seed of one call: the evaluator gives each sample of an item its own, so
+    # a sample is reproducible and samples differ. None: the backend's default (llama.cpp
+    # derives one from the request).
+    seed: int | None = None
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ configurable rates. It is an ORACLE: it asks the world which rule each case fall
 cases by a fixed procedure, with `noise` wrong or irrelevant rules (`sim/learner?noise=0.2`).
 
 Every random choice is a hash of the prompt (and of the rule's lines in the skill, for the
-target), so the same prompt always gets the same reply: resume and the cache stay exact,
+target; and of the call's seed for a target sampled at temperature > 0, see target_answer),
+so the same prompt always gets the same reply: resume and the cache stay exact,
 and unrelated edits never reshuffle answers, so the gate sees the effect of an edit and
 nothing else. Options ride on the model string: `sim/optimizer?harmful=0.3&malformed=0.5`,
 `sim/optimizer?faults=0` (clean), `sim/target?error=0.1&timeout=0.05` (faults drawn afresh at each
@@ -94,8 +95,15 @@ def _inject_faults(name: str, opts: Mapping[str, float], text: str) -> None:
             raise ProviderError(kind, f"simulated {kind} fault (sim/{name})", retry_after)
 
 
-def target_answer(skill: str, prompt: str, opts: Mapping[str, float] | None = None) -> str:
-    """The simulated target's answer to one order, given the skill it runs with."""
+def target_answer(skill: str, prompt: str, opts: Mapping[str, float] | None = None, *,
+                  temperature: float = 0.0, seed: int | None = None) -> str:
+    """The simulated target's answer to one order, given the skill it runs with.
+
+    At temperature 0 the answer is a function of the prompt and the rule's state. Above 0 a
+    reply is a sample: with probability min(1, temperature / 2), drawn from (prompt, seed), it
+    draws its own chance of being right, so samples of one item differ while each stays
+    reproducible. The draw that picks the resampled replies ignores the skill, so two skills'
+    samples of an item differ only where the skills do (as at temperature 0)."""
     opts = opts or DEFAULTS["target"]
     rule = rule_for(prompt)
     if rule is None:
@@ -105,6 +113,8 @@ def target_answer(skill: str, prompt: str, opts: Mapping[str, float] | None = No
                "conflict": opts["conflict"]}[st.state]
     clutter = one_order_lines(skill)
     u = unit("answer", prompt, st.state, st.text)
+    if temperature > 0 and unit("resample", prompt, seed) < min(1.0, temperature / 2):
+        u = unit("answer", prompt, st.state, st.text, seed)
     if u < p_right * (1.0 - opts["distract"]) ** len(clutter):
         return rule.label
     if u < p_right:  # would have been right, but a one-order line led it astray
@@ -130,7 +140,7 @@ def handle(name: str, messages: list[dict], settings: GenSettings, response_form
     _inject_faults(name, opts, text)
     if role == "target":
         system = next((m["content"] for m in messages if m.get("role") == "system"), "")
-        reply = target_answer(system, user, opts)
+        reply = target_answer(system, user, opts, temperature=settings.temperature, seed=settings.seed)
     elif role == "learner":
         reply = sim_learner.answer(messages, opts)
     else:

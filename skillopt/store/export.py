@@ -11,6 +11,9 @@ from ..errors import UserError
 from ..vocabulary import TEST_SKILLS
 from .reader import Reader
 
+# 95% sampling-noise intervals (samples_per_item > 1): export key -> the row's (lo, hi) columns.
+STEP_INTERVALS = {"train_interval": ("train_lo", "train_hi"), "selection_interval": ("current_lo", "current_hi"),
+                  "candidate_interval": ("candidate_lo", "candidate_hi")}
 STEP_COLUMNS = ("step", "epoch", "edit_budget", "train_hard", "train_soft", "selection_score",
                 "candidate_score", "best_score", "decision", "n_proposed", "n_applied", "duration_s")
 
@@ -31,7 +34,7 @@ def run_document(reader: Reader, run_id: str) -> dict[str, Any]:
         "best_score": s["best_score"], "decision": s["decision"], "n_proposed": s["n_proposed"],
         "n_applied": s["n_applied"], "duration_s": s["duration_s"], "train_errors": s["train_errors"],
         "edits": edits_by_step.get(s["step"], []),
-    } for s in reader.steps(run_id)]
+    } | intervals(s, STEP_INTERVALS) for s in reader.steps(run_id)]
     tests = reader.tests(run_id)
     usage = reader.usage(run_id)
     return {
@@ -47,11 +50,19 @@ def run_document(reader: Reader, run_id: str) -> dict[str, Any]:
         "lift": reader.lift(run_id),
         # Errored items are left out of a test score: how many each score stands on.
         "test_items": {w: {"n_items": tests[w]["n_items"], "n_errors": tests[w]["n_errors"],
-                           "complete": bool(tests[w]["complete"])} for w in TEST_SKILLS if w in tests},
+                           "complete": bool(tests[w]["complete"])}
+                       | intervals(tests[w], {"interval": ("score_lo", "score_hi")})
+                       for w in TEST_SKILLS if w in tests},
         "usage": {k: usage.get(k, 0) for k in ("target_calls", "optimizer_calls", "judge_calls", "prompt_tokens",
                                                 "completion_tokens", "cost_usd", "cache_hits", "eval_cache_hits",
                                                 "errors")},
     }
+
+
+def intervals(row: dict[str, Any], columns: dict[str, tuple[str, str]]) -> dict[str, list[float]]:
+    """{key: [lo, hi]} for each interval the row holds; nothing for scores taken once per item
+    (so their export is what it always was)."""
+    return {key: [row[lo], row[hi]] for key, (lo, hi) in columns.items() if row.get(lo) is not None}
 
 
 def steps_csv(doc: dict[str, Any]) -> str:

@@ -32,12 +32,14 @@ from ..tasks.task import Trajectory
 
 CALL_COLUMNS = ("run_id", "step", "role", "stage", "model", "prompt_tokens", "completion_tokens", "cost_usd",
                 "latency_s", "cached", "error", "attempts", "created_at", "note")
-EVAL_COLUMNS = ("key", "output", "hard", "soft", "feedback", "prompt", "created_at")  # eval_cache's order
+# eval_cache's columns; samples_json: "[[hard, soft], ...]" of a sampled result, NULL for one scoring
+EVAL_COLUMNS = ("key", "output", "hard", "soft", "feedback", "prompt", "created_at", "samples_json")
 
 _INSERT_CALL = (f"INSERT INTO llm_calls ({', '.join(CALL_COLUMNS)}) "
                 f"VALUES ({', '.join('?' * len(CALL_COLUMNS))})")
 _INSERT_CACHE = "INSERT OR REPLACE INTO llm_cache (key, model, value_json, created_at) VALUES (?,?,?,?)"
-_INSERT_EVAL = f"INSERT OR REPLACE INTO eval_cache ({', '.join(EVAL_COLUMNS)}) VALUES (?,?,?,?,?,?,?)"
+_INSERT_EVAL = (f"INSERT OR REPLACE INTO eval_cache ({', '.join(EVAL_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * len(EVAL_COLUMNS))})")
 
 
 @dataclass(frozen=True)
@@ -79,8 +81,9 @@ class Pending:
             entry = self._cache.get(key)
         return dict(entry[0]) if entry is not None else None
 
-    def put_eval(self, key: str, output: str, hard: float, soft: float, feedback: str, prompt: str) -> None:
-        row = dict(zip(EVAL_COLUMNS, (key, output, hard, soft, feedback, prompt, time.time())))
+    def put_eval(self, key: str, output: str, hard: float, soft: float, feedback: str, prompt: str,
+                 samples_json: str | None = None) -> None:
+        row = dict(zip(EVAL_COLUMNS, (key, output, hard, soft, feedback, prompt, time.time(), samples_json)))
         with self._lock:
             self._evals[key] = row
 
@@ -178,4 +181,6 @@ class BufferedCaches:
         return rows[0] if rows else None
 
     def eval_put(self, key: str, t: Trajectory) -> None:
-        self._pending.put_eval(key, t.output, t.evaluation.hard, t.evaluation.soft, t.evaluation.feedback, t.prompt)
+        samples = t.evaluation.samples
+        self._pending.put_eval(key, t.output, t.evaluation.hard, t.evaluation.soft, t.evaluation.feedback, t.prompt,
+                               json.dumps([list(p) for p in samples]) if samples else None)

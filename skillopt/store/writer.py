@@ -24,6 +24,7 @@ import sqlite_utils
 from .. import events as ev
 from ..errors import UserError
 from ..process import this_process
+from .intervals import ci, interval_of_test, sample_columns, train_interval
 from .pending import BufferedCaches
 from .schema import migrations
 from ..skill import sha
@@ -226,10 +227,10 @@ class Store(BufferedCaches):
 
     def _rollouts(self, e: ev.RolloutsDone) -> None:
         with self.tx() as c:
-            c.executemany("INSERT OR REPLACE INTO rollouts VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            c.executemany("INSERT OR REPLACE INTO rollouts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                           [(e.run_id, e.step, e.split, e.purpose, e.skill_sha, t.item_id, t.output,
-                            t.evaluation.hard, t.evaluation.soft, t.evaluation.feedback, t.error, int(hit))
-                           for t, hit in zip(e.trajectories, e.cached)])
+                            t.evaluation.hard, t.evaluation.soft, t.evaluation.feedback, t.error, int(hit),
+                            *sample_columns(t)) for t, hit in zip(e.trajectories, e.cached)])
 
     def _reflections(self, e: ev.ReflectionDone) -> None:
         with self.tx() as c:
@@ -251,14 +252,16 @@ class Store(BufferedCaches):
         now = time.time()
         s, g = e.state, e.gate
         with self.tx() as c:
-            c.execute("INSERT OR REPLACE INTO steps VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            c.execute("INSERT OR REPLACE INTO steps VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                       (e.run_id, e.step, e.epoch, e.edit_budget, e.scheduled_budget, e.train_hard, e.train_soft,
                        g.current_score if g else s.current_score, g.candidate_score if g else None,
                        s.best_score, e.decision, len(e.outcomes),
                        sum(o.fate == "selected" for o in e.outcomes),
                        # applied to the candidate: an edit a person rejected applied only to be shown
                        sum(o.status == "applied" and o.approval != "rejected" for o in e.outcomes),
-                       e.n_minibatches, e.n_failed_minibatches, e.duration_s, now, e.train_errors))
+                       e.n_minibatches, e.n_failed_minibatches, e.duration_s, now, e.train_errors,
+                       *train_interval(c, e.run_id, e.step, e.train_hard), *ci(g.current_ci if g else None),
+                       *ci(g.candidate_ci if g else None)))
             c.execute("DELETE FROM edits WHERE run_id = ? AND step = ?", (e.run_id, e.step))
             c.executemany("INSERT INTO edits VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                           [(e.run_id, e.step, i, o.edit.op, o.edit.target, o.edit.content, o.edit.section,
@@ -307,9 +310,10 @@ class Store(BufferedCaches):
     def _test(self, e: ev.TestEvaluated) -> None:
         now = time.time()
         with self.tx() as c:
-            c.execute("INSERT OR REPLACE INTO tests VALUES (?,?,?,?,?,?,?,?,?)",
+            c.execute("INSERT OR REPLACE INTO tests VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                       (e.run_id, e.which, e.skill_sha, e.score, e.hard, e.soft, e.n_items, e.n_errors,
-                       int(e.complete)))
+                       int(e.complete), *interval_of_test(c, e.run_id, e.state.step, e.which, e.score,
+                                                          self.run_config_json(c, e.run_id))))
             c.execute(f"UPDATE runs SET {e.which}_test = ? WHERE id = ?", (e.score, e.run_id))
             missing = f" ({e.n_errors} of {e.n_items} items errored{'' if e.complete else ': INCOMPLETE'})" \
                 if e.n_errors else ""
@@ -337,11 +341,11 @@ class Store(BufferedCaches):
     def _gate(self, c: sqlite3.Connection, run_id: str, step: int, kind: str, decision: str, g: Any,
               flipped: Sequence[tuple[str, float, float]]) -> None:
         config = json.loads(self.run_config_json(c, run_id))
-        c.execute("INSERT OR REPLACE INTO gate_decisions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        c.execute("INSERT OR REPLACE INTO gate_decisions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                   (run_id, step, kind, config.get("gate_mode"), config.get("gate_metric"), decision,
                    g.current_score, g.candidate_score, g.margin, g.p_value, g.n_items, g.n_evaluated,
                    g.wins, g.losses, int(g.early_stop), g.reason, json.dumps([list(f) for f in flipped]),
-                   g.n_errors, g.n_errors_current, int(g.complete)))
+                   g.n_errors, g.n_errors_current, int(g.complete), *ci(g.current_ci), *ci(g.candidate_ci)))
 
     @staticmethod
     def run_config_json(c: sqlite3.Connection, run_id: str) -> str:

@@ -44,6 +44,9 @@ class Evaluation:
     hard: float  # 0.0 or 1.0
     soft: float  # 0.0 .. 1.0
     feedback: str  # shown to the optimizer; says what was wrong
+    # (hard, soft) of each sample when the item was scored more than once (samples_per_item > 1):
+    # hard and soft above are then their means. (): scored once.
+    samples: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass(frozen=True)
