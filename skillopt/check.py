@@ -181,8 +181,7 @@ class Scorer:
         from .rollout import Evaluator
 
         models = build_models(config, store, "", Meter(config.max_calls, config.max_cost_usd))
-        self.evaluator = Evaluator(task, models.target, judge=models.judge, cache=store, use_cache=config.use_cache,
-                                   workers=config.max_concurrency, run_id="", emit=lambda e: None)
+        self.evaluator = Evaluator.of(task, models, config, cache=store)
 
     def __call__(self, skill: str, items: Sequence[Any]) -> Any:
         return self.evaluator.run(skill, items, step=0, split="test", purpose="eval", stage="test")

@@ -140,8 +140,7 @@ def cmd_eval(args) -> int:
     check_run(task, config)  # before the store: a refused evaluation writes nothing
     store = _store(args)
     models = build_models(config, store, "", Meter(config.max_calls, config.max_cost_usd))
-    evaluator = Evaluator(task, models.target, judge=models.judge, cache=store, use_cache=config.use_cache,
-                          workers=config.max_concurrency, run_id="", emit=lambda e: None)
+    evaluator = Evaluator.of(task, models, config, cache=store)
     items = {"test": Plan.make(task, config).test, "selection": Plan.make(task, config).selection,
              "train": Plan.make(task, config).train}[args.split]
     batch = evaluator.run(skill, items, step=0, split=args.split, purpose="eval", stage="test")

@@ -107,6 +107,15 @@ class Evaluator:
         # cache lookup needs it, and a run looks the same items up again at every step.
         self._item_hashes: dict[int, tuple[Item, str]] = {}
 
+    @classmethod
+    def of(cls, task, models, config, *, cache: EvalCache | None, run_id: str = "",
+           emit: Callable[[ev.Event], None] = lambda event: None) -> "Evaluator":
+        """The evaluator a run config asks for (its cache switch, concurrency and sampling):
+        training, `eval` and `check` score a skill the same way."""
+        return cls(task, models.target, judge=models.judge, cache=cache, use_cache=config.use_cache,
+                   workers=config.max_concurrency, run_id=run_id, emit=emit, samples=config.samples_per_item,
+                   sample_temperature=config.sample_temperature)
+
     def key(self, skill_sha: str, item: Item) -> str:
         return hashlib.sha256(f"{skill_sha}|{self._item_hash(item)}|{self._model_key}".encode()).hexdigest()
 

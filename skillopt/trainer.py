@@ -54,9 +54,7 @@ class Trainer:
     def __init__(self, task, config: RunConfig, models: Models, hooks: Hooks, run_id: str):
         self.task, self.config, self.models, self.hooks, self.run_id = task, config, models, hooks, run_id
         self.plan = Plan.make(task, config)
-        self.evaluator = Evaluator(task, models.target, judge=models.judge, cache=hooks.cache, run_id=run_id,
-                                   use_cache=config.use_cache, workers=config.max_concurrency, emit=self.emit,
-                                   samples=config.samples_per_item, sample_temperature=config.sample_temperature)
+        self.evaluator = Evaluator.of(task, models, config, cache=hooks.cache, run_id=run_id, emit=self.emit)
         self.gate = Validator(config, self.plan, self.evaluator, self.evaluate, self.emit, run_id)
         self.screen = Screen(self.evaluate, self.gate.values, config.fuzzy_anchor_threshold, config.max_error_rate)
         # How the task scores replies picks the reflection's template (a plug-in may not say).

@@ -455,3 +455,24 @@ def test_the_monitor_page_shows_the_bands(sampled, monkeypatch):
     first = Reader(db).steps(run_id)[0]
     side = "candidate" if first["decision"] in ACCEPTED else "current"  # the incumbent after the step
     assert curves["selection: 95% sampling interval"]["y"][0] == pytest.approx(first[f"{side}_lo"])
+
+
+def test_training_eval_and_check_build_the_same_sampling_evaluator():
+    from skillopt.check import Scorer
+    from skillopt.models.llm import build_models
+    from skillopt.rollout import Evaluator
+    from skillopt.tasks.loader import load_task
+    from tests.helpers import sim_config
+
+    config = sim_config("samples_per_item=3", "sample_temperature=0.9")
+    task = load_task("sim-rulebook")
+    made = Evaluator.of(task, build_models(config, None, "", None), config, cache=None)
+    assert (made.samples, made.sample_temperature) == (3, 0.9)
+    item = task.split("test")[0]
+    once = Evaluator.of(task, build_models(sim_config(), None, "", None), sim_config(), cache=None)
+    assert once.samples == 1 and once.key("s", item) != made.key("s", item)
+    scorer = Scorer(None, task, config)  # `skillopt check`
+    try:
+        assert scorer.evaluator.samples == 3
+    finally:
+        scorer.close()
