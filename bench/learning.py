@@ -293,6 +293,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="an extra config override, for trying the script (implies --no-save)")
     ap.add_argument("--no-save", action="store_true", help="leave bench/results/learning.json as it is")
+    ap.add_argument("--trial-name", metavar="NAME",
+                    help="save a --set trial as bench/results/learning-NAME.json (never as the bench's result)")
     args = ap.parse_args(argv)
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     if not tasks:
@@ -308,6 +310,8 @@ def main(argv: list[str] | None = None) -> dict:
         f"{t} ({', '.join(k for k, c in r['targets'].items() if not c['met'])})"
         for t, r in figures["tasks"].items() if not r["met"])
     print(f"{figures['mode']} run, {len(tasks)} task(s), {figures['wall_s']:.0f} s: {verdict}")
+    if args.trial_name and args.set and not args.no_save:
+        save_result(f"learning-{args.trial_name}", figures)
     return finish("learning", figures, save=keep)
 
 

@@ -50,6 +50,9 @@ class RunConfig:
     # also tried one left out each, on the items that flipped, so a harmful edit is not carried
     # by a good one.
     minibatch_check: bool = False  # off: 1.2x the target calls for no score gain on the simulated world
+    # Each step also proposes a few of its failures as "task -> right answer" lines of the
+    # skill's "Worked examples" section (examples.py), gated like any edit.
+    worked_examples: bool = False  # off until the real learning benchmark measures it on every task
     # --- gate ---
     use_gate: bool = True  # without the gate every candidate is accepted (ablation only)
     # "strict" is the published rule (the candidate's mean must beat the incumbent's).

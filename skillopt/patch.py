@@ -22,7 +22,7 @@ from .anchor import norm as _norm, overlaps as _overlaps
 from .vocabulary import EditStatus
 
 OPS = ("add", "replace", "delete")
-SOURCES = ("failure", "success", "human", "slow_update")
+SOURCES = ("failure", "success", "human", "slow_update", "example")
 _NO_SPAN = (-1, -1)  # an unapplied edit replaced nothing
 
 
@@ -33,7 +33,7 @@ class Edit:
     content: str = ""  # new text (add/replace)
     section: str = ""  # heading path like "Rules > Dates" for `add`
     rationale: str = ""
-    source: str = "failure"  # failure | success | human | slow_update
+    source: str = "failure"  # failure | success | human | slow_update | example (worked examples)
     support: int = 1  # number of minibatches that proposed it (computed by transforms)
     line: int = 0  # 1-based line of the skill it was chosen by, whose text is `target` (0: anchored by text)
 

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
-from . import advisor, records, reflect, schedules, slow, speculation, transforms
+from . import advisor, examples, records, reflect, schedules, slow, speculation, transforms
 from . import events as ev
 from .config import RunConfig
 from .errors import BudgetExhausted, ModelError, StopRequested
@@ -152,7 +152,9 @@ class Trainer:
         minibatches = self.reflect(step, state, train, scheduled)
         # 3. aggregate the proposals, 4. clip them to the edit budget
         self.enter(step, "aggregate")
-        pool = self.aggregate(step, minibatches)
+        shown = examples.proposals(state.skill, train.trajectories, minibatches, self.plan.step_seed(step)) \
+            if self.config.worked_examples else []
+        pool = self.aggregate(step, minibatches, shown)
         budget = self.edit_budget(step, state.skill, pool, scheduled)
         self.enter(step, "select", f"budget {budget}")
         selection = transforms.finish(pool, budget)
@@ -200,10 +202,11 @@ class Trainer:
             return None
         return collect(self.plan.train, [it for s in range(1, step + 1) for it in self.plan.batch(s)], self.task.render)
 
-    def aggregate(self, step: int, minibatches: Sequence[reflect.MinibatchResult]) -> list[transforms.Candidate]:
+    def aggregate(self, step: int, minibatches: Sequence[reflect.MinibatchResult],
+                  extra: Sequence[transforms.Proposal] = ()) -> list[transforms.Candidate]:
         """Every proposal of the step, normalised, deduplicated, (merged) and ranked."""
         c = self.config
-        proposals = [transforms.Proposal(edit=e, minibatch=m.index) for m in minibatches for e in m.edits]
+        proposals = [*extra, *(transforms.Proposal(edit=e, minibatch=m.index) for m in minibatches for e in m.edits)]
         merge = advisor.llm_merge(self.models.optimizer, step) if c.merge_mode == "llm" else None
         return transforms.prepare(proposals, dedupe_threshold=c.dedupe_threshold, merge=merge)
 

@@ -1,0 +1,77 @@
+"""Worked examples: a step's failures as "task -> right answer" lines of the skill.  (pure: no I/O)
+
+A small target applies a house rule it has seen in an example more reliably than a rule a
+small optimizer put into words, and a small optimizer often finds no words for it at all
+(it names the answer as its own trigger, or the template). The examples need no model: the
+train split holds the right answers. With `worked_examples`, each step proposes one edit that
+adds a few of its failures, each a different expected answer where it can, to the skill's
+"Worked examples" section (made at the end of the skill when missing). It competes with
+the optimizer's edits for nothing: it ranks first and goes through the gate like any other
+edit, which keeps it only if the selection split says it helps. For any task type: the task
+is the text its trajectory was prompted with, less the lines every task shares, and the
+answer is the expected answer as text (a label, a number, a JSON object).
+"""
+from __future__ import annotations
+
+import random
+from typing import Sequence
+
+from .patch import Edit
+from .prompts import clip
+from .reflect import MinibatchResult, common_lines
+from .skill import sections
+from .tasks.task import Trajectory
+from .transforms import Proposal
+
+SECTION = "Worked examples"
+PER_STEP = 3  # examples one step adds: few enough that the gate judges a small change
+MAX_EXAMPLES = 12  # the section's size limit: past it a step proposes none (the skill stays short)
+TASK_CHARS, ANSWER_CHARS = 240, 200  # one line each: long inputs are clipped, not wrapped
+MARK = "- Task: "  # how an example line starts (counted, and never added twice)
+
+
+def line(t: Trajectory, common: Sequence[str]) -> str:
+    drop = set(common)
+    task = " ".join(" ".join(r for r in t.prompt.splitlines() if r.strip() not in drop).split())
+    return f"{MARK}{clip(task, TASK_CHARS)} -> Answer: {clip(' '.join(t.expected.split()), ANSWER_CHARS)}"
+
+
+def pick(failures: Sequence[Trajectory], n: int, seed: int) -> list[Trajectory]:
+    """Up to `n` failures, one per expected answer first (a seeded order within each)."""
+    order = list(failures)
+    random.Random(seed).shuffle(order)
+    first = {}
+    for t in order:
+        first.setdefault(t.expected.strip(), t)
+    chosen = list(first.values())[:n]
+    return chosen + [t for t in order if t not in chosen][:n - len(chosen)]
+
+
+def edit(skill: str, trajectories: Sequence[Trajectory], common: Sequence[str],
+         seed: int) -> tuple[Edit, tuple[str, ...]] | None:
+    """The step's example edit and the items it shows, or None: no failure it has not shown
+    yet, or the section is full."""
+    shown = [r.strip() for r in skill.splitlines() if r.strip().startswith(MARK)]
+    room = min(PER_STEP, MAX_EXAMPLES - len(shown))
+    failures = [t for t in trajectories if not t.error and t.evaluation.hard < 1 and line(t, common) not in shown]
+    chosen = pick(failures, room, seed) if room > 0 else []
+    if not chosen:
+        return None
+    content = "\n".join(line(t, common) for t in chosen)
+    home = next((s.path_str for s in sections(skill) if s.title == SECTION), None)
+    rationale = f"{len(chosen)} train failures with their right answers, for the target to imitate"
+    ids = tuple(t.item_id for t in chosen)
+    if home is None:
+        return Edit(op="add", content=f"## {SECTION}\n\n{content}", rationale=rationale, source="example"), ids
+    return Edit(op="add", section=home, content=content, rationale=rationale, source="example"), ids
+
+
+def proposals(skill: str, trajectories: Sequence[Trajectory], minibatches: Sequence[MinibatchResult],
+              seed: int) -> list[Proposal]:
+    """The step's example edit as a proposal, credited to a reflection minibatch that held one
+    of its items (so the record says which cases it came from); [] when there is none."""
+    found = edit(skill, trajectories, common_lines([t.prompt for t in trajectories if not t.error]), seed)
+    if found is None:
+        return []
+    shown = set(found[1])
+    return [Proposal(edit=found[0], minibatch=next((m.index for m in minibatches if shown & set(m.item_ids)), 0))]
