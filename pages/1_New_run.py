@@ -13,7 +13,7 @@ import streamlit as st
 
 from skillopt.ui.common import setup
 
-setup("New run", icon="➕")
+setup("New run", icon=":material/add:")
 
 from skillopt.tasks import csvimport  # noqa: E402
 from skillopt import launcher  # noqa: E402

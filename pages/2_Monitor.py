@@ -19,7 +19,9 @@ from skillopt import launcher  # noqa: E402
 from skillopt import process  # noqa: E402
 from skillopt.vocabulary import LIVE_STATUSES  # noqa: E402
 from skillopt.ui import monitor as mon  # noqa: E402
-from skillopt.ui.common import cached, db, pick_run, reader, show_text, simulated_banner  # noqa: E402
+from skillopt.ui.common import cached, db, lazy_expander, pick_run, reader, show_text, simulated_banner  # noqa: E402
+from skillopt.ui.common import view  # noqa: E402
+from skillopt.ui.plotting import plain_lines  # noqa: E402
 
 REFRESH_S = 2
 STOP_GRACE_S = 15  # a step between two stage checks takes seconds; after this, SIGTERM
@@ -162,16 +164,29 @@ def metrics(r: dict, steps: list, seed: float | None, usage: dict) -> None:
                 help="real (uncached) calls of all roles; cost from litellm's cost map (local/simulated: $0)")
 
 
-def charts(r: dict, steps: list, seed: float | None) -> None:
+def curves_figure(run: str, total: int):
+    """The learning curves, built once per store version (500 steps take plotly ~0.3 s to
+    validate), with plain lines on a long run: 1,000 markers on the lines took the browser
+    longer to draw than the rest of the page."""
+    steps = cached("steps", run) or []
+    return plain_lines(mon.step_curves(steps, cached("seed_score", run), cached("tests", run) or {}, total),
+                       len(steps))
+
+
+def budget_figure(run: str, config: dict, total: int):
+    return mon.budget_chart(cached("steps", run) or [], config, total)
+
+
+def charts(r: dict) -> None:
     total = r["total_steps"] or 0
     tests = cached("tests", run_id) or {}
-    st.plotly_chart(mon.step_curves(steps, seed, tests, total), key="curves")
+    st.plotly_chart(view(curves_figure, run_id, total), key="curves")
     if tests:
         st.caption(mon.tests_caption(tests))
     b, u = st.columns(2)
     with b:
         st.markdown("**Edit budget per step** (learning rate)")
-        st.plotly_chart(mon.budget_chart(steps, r["config"], total), key="budget")
+        st.plotly_chart(view(budget_figure, run_id, r["config"], total), key="budget")
     with u:
         st.markdown("**Calls, tokens and cost per stage**")
         st.dataframe(mon.usage_frame(cached("usage_by_stage", run_id) or []), hide_index=True, width="stretch",
@@ -213,17 +228,22 @@ def progress() -> None:
     seed, usage = cached("seed_score", run_id), cached("usage", run_id) or {}
     status_lines(r, now_status)
     metrics(r, steps, seed, usage)
-    charts(r, steps, seed)
+    charts(r)
     activity(r, usage)
 
 
 progress()
 
-with st.expander("Configuration"):
-    st.json(config, expanded=False)
-with st.expander("Best skill so far"):
-    show_text(cached("best_skill", run_id))
+# Closed sections send nothing until opened: the skill and the log as highlighted code cost the
+# browser its 1.5 MB code highlighter, which nothing else on this page needs.
+with (box := lazy_expander("Configuration", "monitor_config")):
+    if box.open:
+        st.json(config, expanded=False)
+with (box := lazy_expander("Best skill so far", "monitor_best_skill")):
+    if box.open:
+        show_text(cached("best_skill", run_id))
 if status in mon.SHOWS_LOG:
-    with st.expander("Trainer log (last lines)", expanded=status == "failed"):
-        show_text(launcher.read_log(db(), run_id)[-6000:] or "(no log: the run was not started from the dashboard)",
-                  language="text")
+    with (box := lazy_expander("Trainer log (last lines)", "monitor_log", expanded=status == "failed")):
+        if box.open:
+            show_text(launcher.read_log(db(), run_id)[-6000:]
+                      or "(no log: the run was not started from the dashboard)", language="text")

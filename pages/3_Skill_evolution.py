@@ -7,7 +7,8 @@ import streamlit as st  # noqa: E402  (setup() must be the first Streamlit call 
 
 from skillopt.ui import diffview  # noqa: E402
 from skillopt.ui import evolution as evo  # noqa: E402
-from skillopt.ui.common import cached, is_live, pick_run, show_text, simulated_banner  # noqa: E402
+from skillopt.ui.common import cached, is_live, lazy_expander, pick_run, show_text, simulated_banner  # noqa: E402
+from skillopt.ui.common import view, windowed  # noqa: E402
 
 st.title("Skill evolution")
 run = pick_run()
@@ -37,11 +38,17 @@ def text_of(key: str) -> str:
     return (cached("best_skill", run_id) or "") if key == evo.BEST else version_text(*evo.parse_key(key))
 
 
+def timeline_figure(run: str, best: int):
+    """Built once per store version: 1,000 versions' markers take plotly ~0.2 s to validate."""
+    return evo.timeline_figure(cached("versions", run) or [], best)
+
+
 def timeline() -> None:
     fresh = cached("versions", run_id) or versions
-    st.plotly_chart(evo.timeline_figure(fresh, best_step), width="stretch")
-    with st.expander(f"All {len(fresh)} stored versions"):
-        st.dataframe(evo.versions_frame(fresh), hide_index=True, width="stretch")
+    st.plotly_chart(view(timeline_figure, run_id, best_step), width="stretch")
+    with (box := lazy_expander(f"All {len(fresh)} stored versions", "evo_versions")):
+        if box.open:  # a 500-step run stores 1,000 versions: a table sent only when asked for
+            st.dataframe(windowed(evo.versions_frame(fresh), "evo_all_versions"), hide_index=True, width="stretch")
 
 
 def edit_card(e: dict, approval: dict | None, step_row: dict | None) -> None:
@@ -79,9 +86,8 @@ def edit_card(e: dict, approval: dict | None, step_row: dict | None) -> None:
 st.subheader("Version timeline")
 st.fragment(run_every=3 if is_live(run) else None)(timeline)()
 
-tab_diff, tab_edits, tab_blame = st.tabs(["Diff two versions", "Edits of a step", "Blame of the best skill"])
 
-with tab_diff:
+def diff_tab() -> None:
     c1, c2 = st.columns(2)
     seed_key = next((k for k in keys if k.endswith(":seed")), keys[1])
     a = c1.selectbox("From version", keys, index=keys.index(seed_key), format_func=label_of, key="diff_a")
@@ -98,7 +104,8 @@ with tab_diff:
         col.download_button(f"Download {label_of(key)}", data=text, file_name=f"skill_{run_id}_{evo.file_part(key)}.md",
                             mime="text/markdown", key=f"dl_{key}_{col is d1}")
 
-with tab_edits:
+
+def edits_tab() -> None:
     steps = cached("steps", run_id) or []
     if not steps:
         st.info("No step has completed yet.")
@@ -117,7 +124,8 @@ with tab_edits:
             if e["fate"] in keep:
                 edit_card(e, by_edit.get((chosen, e["idx"])), by_step[chosen])
 
-with tab_blame:
+
+def blame_tab() -> None:
     best_text = cached("best_skill", run_id) or ""
     all_steps = cached("steps", run_id) or []
     deltas = evo.score_deltas(all_steps, cached("slow_updates", run_id) or [])
@@ -136,3 +144,12 @@ with tab_blame:
                                          "edits judged together are not attributed one by one")})
     st.download_button("Download the best skill", data=best_text, file_name=f"best_skill_{run_id}.md",
                        mime="text/markdown", key="dl_best")
+
+
+# Only the open tab is built: the edit cards (highlighted code) and the blame (every applied
+# edit, the incumbent chain's texts) cost the server and the browser only once asked for.
+tabs = st.tabs(evo.TABS, key="evo_tab", on_change="rerun")
+for tab, body in zip(tabs, (diff_tab, edits_tab, blame_tab)):
+    with tab:
+        if tab.open:
+            body()

@@ -80,9 +80,14 @@ st.caption(su.settings_caption(updates, config))
 st.dataframe(su.summary_frame(updates), hide_index=True, width="stretch")
 
 gates = {g["step"]: g for g in gt.slow_gates(cached("gate_decisions", run_id) or [])}
-tabs = st.tabs([f"Epoch {u['epoch']} · {u['decision'] or '—'}" for u in updates])
+# Only the open epoch's tab is built (it opens on the latest): a 50-epoch run drew 50 epochs'
+# guidance, diffs and 200 item tables on every visit, 1,500 elements for the browser to lay out.
+labels = [su.tab_label(u) for u in updates]
+tabs = st.tabs(labels, default=labels[-1], key="slow_epoch", on_change="rerun")
 for tab, u in zip(tabs, updates):
     with tab:
+        if not tab.open:
+            continue
         head(u, gates.get(u["step"]))
         st.markdown("**Guidance written this epoch**")
         show_text(u["guidance"] or "(empty)")

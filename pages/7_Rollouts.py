@@ -20,7 +20,8 @@ from skillopt.ui import gate_timeline as gt  # noqa: E402
 from skillopt.ui import rollouts as ro  # noqa: E402
 from skillopt.ui import testview as tv  # noqa: E402
 from skillopt.store.pins import pinned_file  # noqa: E402
-from skillopt.ui.common import cached, db, is_live, pick_run, reader, show_text, simulated_banner  # noqa: E402
+from skillopt.ui.common import cached, db, is_live, lazy_expander, pick_run, reader, show_text  # noqa: E402
+from skillopt.ui.common import simulated_banner, view  # noqa: E402
 
 
 def previous_results(rows: list[dict]) -> dict[tuple[str, str], dict]:
@@ -78,14 +79,23 @@ def test_split() -> None:
                                 "best": st.column_config.NumberColumn("best hard", format="%.0f")})
 
 
-def matrix() -> None:
-    data = cached("selection_matrix", run_id) or []
+def flip_matrix(run: str) -> flips.FlipMatrix | None:
+    """Built once per store version and shared: a 500-step run has 100,000 selection rollouts,
+    whose rows (megabytes) would otherwise be read, copied out of the data cache and rebuilt
+    into the matrix on every rerun. Read uncached: only the (frozen) matrix is kept."""
+    data = reader().selection_matrix(run)
     if not data:
+        return None
+    decisions = {s["step"]: s["decision"] for s in cached("steps", run) or []}
+    slow = {g["step"]: g["decision"] for g in gt.slow_gates(cached("gate_decisions", run) or [])}
+    return flips.build(data, decisions, slow)
+
+
+def matrix() -> None:
+    m = view(flip_matrix, run_id)
+    if m is None:
         st.info("No selection rollout yet.")
         return
-    decisions = {s["step"]: s["decision"] for s in cached("steps", run_id) or []}
-    slow = {g["step"]: g["decision"] for g in gt.slow_gates(cached("gate_decisions", run_id) or [])}
-    m = flips.build(data, decisions, slow)
     grid = st.radio("Show", list(ro.GRIDS), horizontal=True, key="matrix_grid", format_func=ro.GRIDS.get)
     lo, hi = 0, len(m.steps)
     if len(m.steps) > ro.MAX_MATRIX_STEPS:
@@ -170,5 +180,9 @@ else:
 pinned_section(run["task"])
 test_split()
 
-st.subheader("Flip matrix (selection split)")
-st.fragment(run_every=3 if is_live(run) else None)(matrix)()
+# Opened on demand: the matrix reads every selection rollout (100,000 on a 500-step run) and is
+# the page's only chart, so closed it spares the first render that read and the browser the
+# plotting library (4.7 MB of script to load). Built once per store version when open.
+with (box := lazy_expander("Flip matrix (selection split)", "rollouts_matrix")):
+    if box.open:
+        st.fragment(run_every=3 if is_live(run) else None)(matrix)()

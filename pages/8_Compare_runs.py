@@ -10,7 +10,7 @@ import streamlit as st
 
 from skillopt.ui.common import setup
 
-setup("Compare runs", icon="⚖️")
+setup("Compare runs", icon=":material/compare_arrows:")
 
 from skillopt.ui import compare  # noqa: E402
 from skillopt.ui import diffview  # noqa: E402

@@ -207,3 +207,51 @@ def test_decisions_frame_puts_a_slow_update_after_its_step(sim_run):
     for g in slow:
         at = list(frame["step"]).index(g["step"])
         assert frame.iloc[at]["kind"] == "step" and frame.iloc[at + 1]["kind"] == "slow update after the step"
+
+
+def test_a_long_run_keeps_every_epoch_line_and_decision_with_fewer_labels_and_markers():
+    """500 steps, 50 epochs: every step keeps its decision's marker and every epoch its dotted
+    line; the incumbent's line drops its per-step markers and segments, and at most 12 epochs are labelled
+    (the browser draws each as an SVG element; 49 labels overlapped anyway)."""
+    from skillopt.ui import gate_timeline as gt
+
+    def steps(n: int) -> list[dict]:
+        return [{"step": i, "epoch": (i - 1) // 10 + 1, "decision": "accept" if i % 4 == 0 else "reject",
+                 "current_score": 0.5, "candidate_score": 0.6} for i in range(1, n + 1)]
+
+    fig = gt.timeline_figure(steps(500), [], "hard")
+    traces = {t.name: t for t in fig.data}
+    assert traces["incumbent before the step"].mode == "lines" and not traces["change"].x  # no segments either
+    assert len(traces["step: accept"].x) + len(traces["step: reject"].x) == 500
+    assert len(fig.layout.shapes) == 49  # a line before each epoch after the first
+    labels = [a.text for a in fig.layout.annotations]
+    assert 8 <= len(labels) <= 12 and labels[0] == "epoch 2" and all(a.x + 0.5 in range(11, 500, 10)
+                                                                  for a in fig.layout.annotations)
+    short = gt.timeline_figure(steps(30), [], "hard")
+    assert {t.name: t for t in short.data}["incumbent before the step"].mode == "lines+markers"
+    assert len({t.name: t for t in short.data}["change"].x) == 30 * 3  # a segment (and a gap) per gated step
+    assert [a.text for a in short.layout.annotations] == ["epoch 2", "epoch 3"]
+
+
+def _long_table():
+    import pandas as pd
+    import streamlit as st
+
+    from skillopt.ui.common import windowed
+
+    rows = st.session_state.get("rows", 250)
+    st.dataframe(windowed(pd.DataFrame({"step": range(1, rows + 1)}), "all_rows"))
+
+
+def test_a_long_table_shows_its_latest_rows_says_how_many_and_can_show_all():
+    """The decisions table of a 500-step run (and Skill evolution's 1,000 versions): the
+    latest 100 rows, a caption with the total, and a toggle for the whole table."""
+    at = AppTest.from_function(_long_table)
+    at.run()
+    assert list(at.dataframe[0].value["step"]) == list(range(151, 251))
+    assert [c.value for c in at.caption] == ["The latest 100 of 250 rows."]
+    at.toggle(key="all_rows").set_value(True).run()
+    assert list(at.dataframe[0].value["step"]) == list(range(1, 251)) and not at.caption
+    at.session_state["rows"] = 100  # a short table: all of it, no toggle
+    at.run()
+    assert len(at.dataframe[0].value) == 100 and not at.toggle and not at.caption

@@ -319,3 +319,62 @@ def test_resume_and_the_dashboard_share_one_liveness_check(sim_run, tmp_path):
         child.kill()
         child.wait()
     assert not process.process_alive(child.pid)
+
+
+def long_run_steps(n: int = 500) -> list[dict]:
+    """Step rows of a long run (the shape the Reader returns): every 3rd candidate accepted."""
+    rows, current = [], 0.3
+    for i in range(1, n + 1):
+        decision = "accept" if i % 3 == 0 else "reject"
+        candidate = round(current + (0.001 if decision == "accept" else -0.01), 4)
+        rows.append({"step": i, "epoch": (i - 1) // 10 + 1, "train_hard": 0.5, "train_soft": 0.6, "decision": decision,
+                     "current_score": current, "candidate_score": candidate, "best_score": max(current, candidate),
+                     "edit_budget": 4, "n_applied": i % 3, "n_proposed": 5, "duration_s": 1.0})
+        current = candidate if decision == "accept" else current
+    return rows
+
+
+def test_long_run_curves_keep_every_value_and_every_decision_marker(monkeypatch):
+    """On a long run the Monitor draws the lines without a marker per step (1,000 SVG elements
+    the browser drew twice); every value and each candidate's accepted/rejected marker stay."""
+    from skillopt.ui.plotting import plain_lines
+
+    steps = long_run_steps()
+    fig = plain_lines(mon.step_curves(steps, 0.3, {}, len(steps)), len(steps))
+    t = {tr.name: tr for tr in fig.data}
+    assert t["train batch (hard)"].mode == "lines" and t["selection: current skill"].mode == "lines"
+    assert list(t["selection: current skill"].x) == [0] + [s["step"] for s in steps]
+    cand = t["selection: candidate"]
+    assert cand.mode == "markers" and list(cand.x) == [s["step"] for s in steps]
+    accepted = [x for x, symbol in zip(cand.x, cand.marker.symbol) if symbol == "circle"]
+    assert accepted == [s["step"] for s in steps if s["decision"] == "accept"]  # every accepted step kept
+    short = plain_lines(mon.step_curves(steps[:10], 0.3, {}, 10), 10)
+    assert {tr.name: tr.mode for tr in short.data}["train batch (hard)"] == "lines+markers"
+
+
+def test_budget_chart_is_bars_on_a_short_run_and_filled_steps_on_a_long_one():
+    config = {"lr_scheduler": "cosine", "learning_rate": 4, "min_learning_rate": 2}
+    steps = long_run_steps()
+    long = {t.name: t for t in mon.budget_chart(steps, config, len(steps)).data}
+    assert long["edits applied"].type == "scatter" and long["edits applied"].fill == "tozeroy"
+    assert list(long["edits applied"].y) == [s["n_applied"] for s in steps]  # one value per step, all kept
+    assert list(long["edit budget used"].y) == [s["edit_budget"] for s in steps]
+    assert long["schedule (cosine)"].mode == "lines" and len(long["schedule (cosine)"].y) == len(steps)
+    short = {t.name: t for t in mon.budget_chart(steps[:6], config, 6).data}
+    assert short["edits applied"].type == "bar" and short["schedule (cosine)"].mode == "lines+markers"
+
+
+def test_closed_sections_send_nothing_until_opened(sim_db_env):
+    """Configuration and the best skill are built only once their expander is opened."""
+    db, run_id = sim_db_env
+    at = page(run_id)
+    assert {e.label for e in at.expander} >= {"Configuration", "Best skill so far"}
+    assert not at.json and not at.code
+    at.session_state["monitor_best_skill"] = True
+    at.session_state["monitor_config"] = True
+    at.run()
+    assert not at.exception
+    reader = Reader(db)
+    assert [c.value.strip() for c in at.code] == [reader.best_skill(run_id).strip()]
+    assert json.loads(at.json[0].value)["gate_mode"] == reader.run(run_id)["config"]["gate_mode"]
+    reader.close()

@@ -34,7 +34,12 @@ def _table(at: AppTest):
 
 
 def _matrix(at: AppTest) -> dict:
-    """The flip matrix: the last chart of the page (a choice task's confusion table comes before it)."""
+    """The flip matrix: the last chart of the page (a choice task's confusion table comes before it),
+    in an expander built only once opened."""
+    if not at.session_state["rollouts_matrix"]:
+        at.session_state["rollouts_matrix"] = True
+        at.run()
+        assert not at.exception
     return json.loads(at.get("plotly_chart")[-1].proto.spec)["data"][0]
 
 
@@ -109,6 +114,7 @@ def test_trajectory_detail_shows_the_whole_rollout(page):
 
 def test_flip_matrix_is_one_cell_per_item_and_step(page):
     at, r, run_id = page
+    assert len(at.get("plotly_chart")) == 1  # the confusion table only: the matrix waits for its expander
     heat = _matrix(at)
     assert heat["type"] == "heatmap"
     items = sorted({x[2] for x in r.selection_matrix(run_id)})

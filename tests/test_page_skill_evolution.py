@@ -29,6 +29,14 @@ def page(sim_db_env):
     r.close()
 
 
+def _open_tab(at: AppTest, label: str) -> AppTest:
+    """Open a tab of the page: only the open tab is built."""
+    at.session_state["evo_tab"] = label
+    at.run()
+    assert not at.exception
+    return at
+
+
 def _diff(at: AppTest) -> str:
     fragments = [m.value for m in at.markdown if 'class="skillopt-diff"' in m.value]
     assert len(fragments) == 1
@@ -48,6 +56,9 @@ def test_timeline_plots_every_version(page):
     assert sum(markers.values()) == len(versions)
     assert markers["seed"] == 1
     assert markers["incumbent after step"] == len(r.steps(run_id))
+    assert not at.dataframe  # the versions table is sent only once its expander is opened
+    at.session_state["evo_versions"] = True
+    at.run()
     assert len(at.dataframe[0].value) == len(versions)
 
 
@@ -78,8 +89,19 @@ def test_side_by_side_and_any_pair_of_versions(page):
     assert [x for x in left if x] == [x for x in r.version(run_id, step, "candidate").splitlines() if x]
 
 
+def test_only_the_open_tab_is_built(page):
+    at, r, run_id = page
+    assert [t.label for t in at.tabs] == ["Diff two versions", "Edits of a step", "Blame of the best skill"]
+    assert len([m for m in at.markdown if 'class="skillopt-diff"' in m.value]) == 1  # the diff opens first
+    assert not at.get("select_slider") and not at.dataframe
+    _open_tab(at, "Blame of the best skill")
+    assert not [m for m in at.markdown if 'class="skillopt-diff"' in m.value]
+    assert list(at.dataframe[0].value["text"]) == r.best_skill(run_id).splitlines()
+
+
 def test_edit_cards_of_a_step(page):
     at, r, run_id = page
+    _open_tab(at, "Edits of a step")
     step = at.select_slider(key="edit_step").value
     edits = r.edits(run_id, step)
     assert edits, "the default step is the last one with proposed edits"
@@ -106,6 +128,7 @@ def test_dropped_edits_are_listed_with_their_reason_and_other_edits_with_their_n
     dropped_at = [s["step"] for s in r.steps(run_id) if any(e["fate"] == "dropped" for e in r.edits(run_id, s["step"]))]
     assert dropped_at, "the simulated optimizer names lines and headings the skill lacks"
     step = dropped_at[-1]
+    _open_tab(at, "Edits of a step")
     at.select_slider(key="edit_step").set_value(step).run()
     assert not at.exception
     edits = r.edits(run_id, step)
@@ -130,7 +153,7 @@ def test_dropped_edits_are_listed_with_their_reason_and_other_edits_with_their_n
 
 def test_blame_of_the_best_skill(page):
     at, r, run_id = page
-    frame = at.dataframe[1].value
+    frame = _open_tab(at, "Blame of the best skill").dataframe[0].value
     best = r.best_skill(run_id)
     assert list(frame["text"]) == best.splitlines()
     steps = {s["step"]: s for s in r.steps(run_id)}
@@ -151,7 +174,7 @@ def test_blame_of_the_best_skill(page):
             assert row["effect"] == f"{margin:+.3f} (the step's only edit)"
         else:
             assert row["effect"] == f"not attributed: {s['n_applied']} edits judged together ({margin:+.3f} for all)"
-    assert len(at.get("download_button")) == 3
+    assert len(at.get("download_button")) == 1  # the best skill's; the diff's two are on their own tab
 
 
 def test_run_stopped_before_its_first_step(tmp_path, monkeypatch):
@@ -169,6 +192,28 @@ def test_run_stopped_before_its_first_step(tmp_path, monkeypatch):
     at.query_params["run"] = run_id
     at.run()
     assert not at.exception
-    assert any(i.value == "No step has completed yet." for i in at.info)
     assert any(c.value.startswith("No difference") for c in at.caption)  # best is still the seed
-    assert set(at.dataframe[1].value["origin"]) == {"seed"}
+    assert any(i.value == "No step has completed yet." for i in _open_tab(at, "Edits of a step").info)
+    assert set(_open_tab(at, "Blame of the best skill").dataframe[0].value["origin"]) == {"seed"}
+
+
+def test_a_long_run_keeps_a_marker_for_every_candidate_and_every_text_the_incumbent_became():
+    """500 steps: an incumbent a rejected step left unchanged is drawn by the line alone (500
+    markers repeated it); every candidate, every new incumbent and every epoch end keep theirs."""
+    from skillopt.ui import evolution as evo
+
+    versions, sha = [{"step": 0, "kind": "seed", "sha": "s0", "score": 0.3}], "s0"
+    for step in range(1, 501):
+        versions.append({"step": step, "kind": "candidate", "sha": f"c{step}", "score": 0.4})
+        sha = f"c{step}" if step % 3 == 0 else sha  # every 3rd candidate accepted
+        versions.append({"step": step, "kind": "current", "sha": sha, "score": 0.4})
+        if step % 10 == 0:
+            sha = f"e{step}"
+            versions.append({"step": step, "kind": "epoch_end", "sha": sha, "score": 0.4})
+    markers = {t.name: list(t.x) for t in evo.timeline_figure(versions, 10).data if t.mode == "markers"}
+    assert markers["candidate"] == list(range(1, 501)) and len(markers["after epoch end"]) == 50
+    assert markers["incumbent after step"] == [s for s in range(1, 501) if s % 3 == 0]  # the accepted steps
+    shown = {v["sha"] for v in versions if v["kind"] != "current" or v["step"] in markers["incumbent after step"]}
+    assert shown == {v["sha"] for v in versions}  # every text the run held has a marker
+    line = next(t for t in evo.timeline_figure(versions, 10).data if t.name == "incumbent")
+    assert len(line.x) == 1 + 500 + 50  # the line still passes through every incumbent

@@ -27,6 +27,15 @@ def _open(monkeypatch, db: Path, run_id: str) -> AppTest:
     return at
 
 
+def _epochs(at: AppTest, updates: list[dict]):
+    """Open each epoch's tab in turn (only the open one is built), yielding the update shown."""
+    for u in updates:
+        at.session_state["slow_epoch"] = f"Epoch {u['epoch']} · {u['decision']}"
+        at.run()
+        assert not at.exception
+        yield u
+
+
 def test_each_epoch_shows_guidance_tables_gate_and_meta_skill(sim_db_env, monkeypatch):
     db, run_id = sim_db_env
     at = _open(monkeypatch, db, run_id)
@@ -40,21 +49,35 @@ def test_each_epoch_shows_guidance_tables_gate_and_meta_skill(sim_db_env, monkey
     assert list(summary["stable successes"]) == [len(json.loads(u["stable_json"])) for u in updates]
     epoch_tabs = [t.label for t in at.tabs if t.label.startswith("Epoch ")]
     assert epoch_tabs == [f"Epoch {u['epoch']} · {u['decision']}" for u in updates]
-    codes = [c.value for c in at.code]
-    for u in updates:
+    meta_of = {m["epoch"]: m["content"] for m in metas}
+    for u in _epochs(at, updates):
+        codes = [c.value for c in at.code]
         assert u["guidance"] in codes
-    for m in metas:
-        assert m["content"] in codes
-    diffs = [m.value for m in at.markdown if 'class="skillopt-diff"' in m.value]
-    first_diff = html.unescape(re.sub(r"<del\b[^>]*>.*?</del>|<[^>]+>", "", diffs[0]))
-    assert first_diff == updates[0]["guidance"]
-    # Every non-empty comparison class is a table of exactly its items, with their inputs.
-    frames = [d.value for d in at.dataframe[1:]]
-    expected = [json.loads(u[key]) for u in updates for key in CLASSES if json.loads(u[key])]
-    assert [list(f["item"]) for f in frames] == expected
-    for frame in frames:
-        assert all(frame["input"].str.len() > 0)
-        assert set(frame["current hard"]) <= {0.0, 1.0}
+        if u["epoch"] in meta_of:
+            assert meta_of[u["epoch"]] in codes
+        diffs = [m.value for m in at.markdown if 'class="skillopt-diff"' in m.value]
+        shown = html.unescape(re.sub(r"<del\b[^>]*>.*?</del>|<[^>]+>", "", diffs[0]))
+        assert shown == u["guidance"]
+        # Every non-empty comparison class is a table of exactly its items, with their inputs.
+        frames = [d.value for d in at.dataframe[1:]]
+        assert [list(f["item"]) for f in frames] == [json.loads(u[key]) for key in CLASSES if json.loads(u[key])]
+        for frame in frames:
+            assert all(frame["input"].str.len() > 0)
+            assert set(frame["current hard"]) <= {0.0, 1.0}
+
+
+def test_opens_on_the_latest_epoch_and_builds_only_that_one(sim_db_env, monkeypatch):
+    db, run_id = sim_db_env
+    at = _open(monkeypatch, db, run_id)
+    r = Reader(db)
+    updates = r.slow_updates(run_id)
+    r.close()
+    last, first = updates[-1], updates[0]
+    assert at.session_state["slow_epoch"] == f"Epoch {last['epoch']} · {last['decision']}"
+    codes = [c.value for c in at.code]
+    assert last["guidance"] in codes and first["guidance"] not in codes  # distinct guidances per epoch
+    assert [m.value for m in at.metric if m.label == "After step"] == [str(last["step"])]
+    assert len(at.dataframe) == 1 + sum(bool(json.loads(last[key])) for key in CLASSES)
 
 
 def test_item_classes_match_both_epochs_results(sim_db_env, monkeypatch):
@@ -63,11 +86,11 @@ def test_item_classes_match_both_epochs_results(sim_db_env, monkeypatch):
     r = Reader(db)
     updates = r.slow_updates(run_id)
     r.close()
-    frames = iter(d.value for d in at.dataframe[1:])  # one table per non-empty class, in page order
     rules = {"improved_json": lambda p, c: p < 1 <= c, "regressed_json": lambda p, c: c < 1 <= p,
              "persistent_json": lambda p, c: p < 1 and c < 1, "stable_json": lambda p, c: p >= 1 and c >= 1}
     checked = 0
-    for u in updates:
+    for u in _epochs(at, updates):
+        frames = iter(d.value for d in at.dataframe[1:])  # one table per non-empty class, in page order
         for key in CLASSES:
             ids = json.loads(u[key])
             if ids:

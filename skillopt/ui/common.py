@@ -7,8 +7,10 @@ control rows (stop requests, approval decisions) made through skillopt.store.wri
 from __future__ import annotations
 
 import html
+import itertools
 import sqlite3
 from pathlib import Path
+from typing import Callable, TypeVar
 
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
@@ -17,7 +19,14 @@ from skillopt.store.reader import Reader
 from skillopt.store.writer import db_path
 from skillopt.vocabulary import LIVE_STATUSES
 
-TTL_S = 2  # short cache: live runs update every second or two, big queries must not re-run per widget
+# Cached reads are keyed by the store's version (store_version): a commit by any process
+# (a live run's next event, a decision on Approvals) makes every later read a fresh query,
+# while a page opened again on an unchanged store reads nothing. The TTL only frees memory.
+TTL_S = 600
+CACHE_ENTRIES = 256  # reads kept (each a few KB to a few hundred KB on a 500-step run)
+VIEW_ENTRIES = 16  # built views kept (view() holds the big ones: a flip matrix is megabytes)
+T = TypeVar("T")
+LATEST_ROWS = 100  # rows a long per-step table shows until asked for all (windowed)
 NO_RUNS = "No runs yet. Start one from the Home page (a simulated demo takes seconds)."
 
 
@@ -35,7 +44,7 @@ def _ready(path: str) -> Reader | None:
     """The shared reader of `path`, or None while the file or its tables do not exist yet."""
     if not Path(path).exists():
         return None
-    r = _reader(path)
+    r = _reader(path)[0]
     try:
         r.conn.execute("SELECT 1 FROM runs LIMIT 1")
     except sqlite3.OperationalError:  # created a moment ago, tables not migrated yet
@@ -43,22 +52,59 @@ def _ready(path: str) -> Reader | None:
     return r
 
 
+_OPENED = itertools.count(1)  # tells readers apart: a new connection counts its data_version anew
+
+
 @st.cache_resource
-def _reader(path: str) -> Reader:
-    return Reader(path)
+def _reader(path: str) -> tuple[Reader, int]:
+    return Reader(path), next(_OPENED)
+
+
+def store_version(path: str | None = None) -> tuple[int, int] | None:
+    """What changes whenever any connection commits to the store: SQLite's data_version of the
+    shared reader's connection (one cheap PRAGMA), with which reader it is. None: no store yet."""
+    path = path or str(db())
+    r = _ready(path)
+    if r is None:
+        return None
+    return _reader(path)[1], r.conn.execute("PRAGMA data_version").fetchone()[0]
 
 
 def cached(method: str, *args):
-    """Call a Reader method through Streamlit's data cache (short TTL).
+    """Call a Reader method through Streamlit's data cache, keyed by the store's version.
 
     The database path is part of the cache key, so pointing SKILLOPT_DB elsewhere never
     serves another database's rows.
     """
-    return _cached(str(db()), method, *args)
+    path = str(db())
+    return _cached(path, store_version(path), method, *args)
 
 
-@st.cache_data(ttl=TTL_S, show_spinner=False)
-def _cached(path: str, method: str, *args):
+def view(build: Callable[..., T], *args) -> T:
+    """build(*args), built once per store version and shared by every session without a copy.
+
+    For views over big reads that are costly to build or to copy (the flip matrix: 100,000
+    rollouts, megabytes pickled): `build` reads through reader() (not cached(), which would
+    keep and copy the raw rows) and must return something nobody mutates (a frozen dataclass,
+    a figure handed to st.plotly_chart, which copies it).
+    """
+    path = str(db())
+    return _view(path, store_version(path), _name(build), build, *args)
+
+
+def _name(build: Callable) -> str:
+    """A builder's cache identity: page scripts all run as __main__, so their file tells them apart."""
+    code = getattr(build, "__code__", None)
+    return f"{code.co_filename if code else build.__module__}:{build.__qualname__}"
+
+
+@st.cache_resource(ttl=TTL_S, max_entries=VIEW_ENTRIES, show_spinner=False)
+def _view(path: str, version: tuple[int, int] | None, name: str, _build: Callable, *args):
+    return _build(*args)
+
+
+@st.cache_data(ttl=TTL_S, max_entries=CACHE_ENTRIES, show_spinner=False)
+def _cached(path: str, version: tuple[int, int] | None, method: str, *args):
     r = _ready(path)
     fn = getattr(r, method, None)  # a view another feature adds (the skill lift) may not be there
     if fn is None:
@@ -86,7 +132,9 @@ PAGE_ICONS = {"Home": ":material/home:", "New run": ":material/add:", "Monitor":
               "Sweeps": ":material/grid_view:"}
 
 
-def setup(title: str, icon: str = "🧠") -> None:
+# Icons are Material symbols, never emoji: the first emoji a server validates compiles
+# Streamlit's emoji table (0.2-0.4 s of the first page a fresh server renders).
+def setup(title: str, icon: str = ":material/psychology:") -> None:
     st.set_page_config(page_title=f"{title} · SkillOpt Studio", page_icon=icon, layout="wide")
     st.markdown(_CSS, unsafe_allow_html=True)  # a fixed string of this module: no untrusted text
     sidebar()
@@ -126,7 +174,7 @@ def approval_badge() -> None:
     waiting = [r for r in cached("waiting_runs") or [] if effective_status(r) == "waiting_approval"]
     for run in waiting:
         st.warning(f"⏸ Run **{escape(run['name'] or run['id'])}** waits for your approval of step "
-                   f"{run['step'] + 1}: open the Approvals page (?run={run['id']}).", icon="✋")
+                   f"{run['step'] + 1}: open the Approvals page (?run={run['id']}).", icon=":material/front_hand:")
 
 
 def current_run_id() -> str | None:
@@ -176,7 +224,7 @@ def run_label(run: dict) -> str:
 def simulated_banner(run: dict) -> None:
     if run.get("simulated"):
         st.info("This run used **simulated models** (sim/target, sim/optimizer): its scores show how the "
-                "engine behaves, not how a real model performs.", icon="🧪")
+                "engine behaves, not how a real model performs.", icon=":material/science:")
 
 
 def is_live(run: dict) -> bool:
@@ -196,3 +244,20 @@ def show_text(text: str | None, *, language: str = "markdown") -> None:
 def show_markdown(text: str | None) -> None:
     """Render skill markdown with raw HTML disabled (Streamlit escapes HTML by default)."""
     st.markdown(text or "", unsafe_allow_html=False)
+
+
+def windowed(frame, key: str, latest: int = LATEST_ROWS):
+    """A long table's latest rows (the end of the run, read first), with a toggle to show all
+    and a caption saying how many there are: every row sent is serialised by the server and
+    laid out by the browser, and a 500-step run's tables have 500-1,000 rows."""
+    if len(frame) <= latest or st.toggle(f"Show all {len(frame):,} rows", key=key):
+        return frame
+    st.caption(f"The latest {latest} of {len(frame):,} rows.")
+    return frame.tail(latest)
+
+
+def lazy_expander(label: str, key: str, expanded: bool = False):
+    """An expander whose content runs only while it is open (`.open`): a closed one sends
+    nothing, so a page pays for what it hides (a skill as highlighted code, a long JSON)
+    only when a user opens it, at the cost of one rerun then."""
+    return st.expander(label, expanded=expanded, key=key, on_change="rerun")

@@ -13,6 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from skillopt.ui.monitor import human_duration, incumbent_after, run_seconds, total_calls
+from skillopt.ui.plotting import line_mode
 
 # One colour and one dash per compared run, in order: distinct in both themes and in grey print.
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
@@ -43,12 +44,12 @@ def selection_curve(steps: Sequence[Mapping[str, Any]], seed_score: float | None
 
 
 def compare_chart(curves: Mapping[str, tuple[list[int], list]]) -> go.Figure:
+    """Each run's curve; a marker on each step only on short runs (skillopt.ui.plotting)."""
     fig = go.Figure()
     for n, (label, (xs, ys)) in enumerate(curves.items()):
         colour, dash = COLOURS[n % len(COLOURS)], DASHES[n % len(DASHES)]
-        fig.add_trace(go.Scatter(x=xs, y=ys, name=label, mode="lines+markers", line={"shape": "hv", "color": colour,
-                                                                                     "dash": dash},
-                                 marker={"color": colour}))
+        fig.add_trace(go.Scatter(x=xs, y=ys, name=label, mode=line_mode(len(xs)),
+                                 line={"shape": "hv", "color": colour, "dash": dash}, marker={"color": colour}))
     fig.update_layout(xaxis_title="step", yaxis_title="selection score (current skill)", yaxis_range=[-0.02, 1.02],
                       height=420, margin={"l": 10, "r": 10, "t": 30, "b": 10},
                       legend={"orientation": "h", "y": -0.2})

@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 from skillopt.skill import sha
 from skillopt.ui import blame
 from skillopt.ui.labels import edit_name, edit_number
+from skillopt.ui.plotting import marked
 from skillopt.vocabulary import DROP_REASONS, FATES
 
 Row = Mapping[str, Any]
@@ -29,6 +30,7 @@ KIND_STYLE = {  # marker symbol and colour per version kind
     "seed": ("square", "#636efa"), "candidate": ("circle-open", "#ab63fa"), "current": ("circle", "#00cc96"),
     "slow_update": ("diamond-open", "#ffa15a"), "epoch_end": ("diamond", "#ef553b")}
 BEST = "best"  # the picker's key of the best skill (every other key is "<step>:<kind>")
+TABS = ("Diff two versions", "Edits of a step", "Blame of the best skill")
 # The edit list's fate filter offers every stored fate, not only the chosen step's: a choice
 # made at one step then still means the same at the next ("pending" is never stored).
 FATE_FILTER = tuple(f for f in FATES if f != "pending")
@@ -61,15 +63,25 @@ def file_part(key: str) -> str:
     return "best" if key == BEST else key.replace(":", "_")
 
 
+def unchanged_incumbents(versions: Sequence[Row]) -> set[int]:
+    """Steps whose stored incumbent ("current") is the text it already was (a rejected step)."""
+    chain = ordered([v for v in versions if v["kind"] in blame.CHAIN_KINDS])
+    return {v["step"] for before, v in zip(chain, chain[1:]) if v["kind"] == "current" and v["sha"] == before["sha"]}
+
+
 def timeline_figure(versions: Sequence[Row], best_step: int) -> go.Figure:
-    """Scores of every stored version; the line follows the incumbent."""
+    """Scores of every stored version; the line follows the incumbent. On a long run an
+    incumbent a rejected step left unchanged is the line, not a marker of its own (the
+    browser draws each marker: 500 of them repeated the line); every candidate and every
+    text the incumbent became keeps its marker."""
     fig = go.Figure()
     chain = ordered([v for v in versions if v["kind"] in blame.CHAIN_KINDS])
     fig.add_trace(go.Scatter(x=[v["step"] for v in chain], y=[v["score"] for v in chain], mode="lines",
                              line={"color": "rgba(128,128,128,.5)", "shape": "hv"}, name="incumbent",
                              hoverinfo="skip"))
+    same = set() if marked(sum(v["kind"] == "current" for v in versions)) else unchanged_incumbents(versions)
     for kind, (symbol, colour) in KIND_STYLE.items():
-        vs = [v for v in versions if v["kind"] == kind]
+        vs = [v for v in versions if v["kind"] == kind and not (kind == "current" and v["step"] in same)]
         if not vs:
             continue
         fig.add_trace(go.Scatter(

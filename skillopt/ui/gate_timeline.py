@@ -13,6 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from skillopt.ui.labels import edit_number
+from skillopt.ui.plotting import line_mode, marked
 from skillopt.ui.rollouts import one_line
 from skillopt.vocabulary import DECISIONS
 
@@ -31,6 +32,10 @@ OTHER_COLOUR = "#7f7f7f"
 SLOW_STYLE: dict[str, str] = {d: STEP_STYLE[d][1] if d in STEP_STYLE else OTHER_COLOUR for d in DECISIONS}
 SLOW_OFFSET = 0.5  # a slow update runs after its epoch's last step: drawn between that step and the next
 GREY_LINE = "rgba(128,128,128,.5)"
+# The browser draws every label as an SVG element (skillopt.ui.plotting): on a long run the
+# epoch labels thin out to at most this many (they overlapped beyond ~12 anyway); every epoch
+# keeps its dotted line, and the incumbent's line its markers only on a short run.
+EPOCH_LABELS = 12
 
 
 def fmt(value: float | None, spec: str = ".3f") -> str:
@@ -73,14 +78,16 @@ def hover(step_row: Row | None, g: Row | None, title: str) -> str:
 
 
 def _incumbent_traces(steps: Sequence[Row]) -> list[go.Scatter]:
-    """The incumbent's score before each step, and a thin segment to each gated candidate's."""
+    """The incumbent's score before each step, and on a short run a thin segment to each gated
+    candidate's (on a long one the segments merged into a band; each step's marker and hover
+    keep its before and after)."""
     line = go.Scatter(x=[s["step"] for s in steps], y=[s["current_score"] for s in steps],
-                      mode="lines+markers", name="incumbent before the step",
+                      mode=line_mode(len(steps)), name="incumbent before the step",
                       line={"color": "rgba(128,128,128,.6)", "shape": "hv"},
                       marker={"size": 5, "color": "rgba(128,128,128,.8)"}, hoverinfo="skip")
     seg_x: list = []
     seg_y: list = []
-    for s in steps:
+    for s in steps if marked(len(steps)) else ():
         if s["candidate_score"] is not None and s["current_score"] is not None:
             seg_x += [s["step"], s["step"], None]
             seg_y += [s["current_score"], s["candidate_score"], None]
@@ -120,15 +127,18 @@ def _slow_traces(slow: Sequence[Row]) -> list[go.Scatter]:
 
 
 def _epoch_lines(steps: Sequence[Row]) -> dict[str, list[dict]]:
-    """A dotted line and a label before the first step of every epoch after the first."""
+    """A dotted line before the first step of every epoch after the first, and a label on
+    each (on every n-th of many epochs, at most EPOCH_LABELS)."""
     first_step: dict[int, int] = {}
     for s in steps:
         first_step.setdefault(s["epoch"], s["step"])
     starts = [(epoch, first) for epoch, first in first_step.items() if first > 1]
+    every = max(1, -(-len(starts) // EPOCH_LABELS))  # label every n-th epoch boundary
     return {"shapes": [{"type": "line", "xref": "x", "yref": "paper", "x0": first - 0.5, "x1": first - 0.5,
                         "y0": 0, "y1": 1, "line": {"dash": "dot", "color": GREY_LINE}} for _, first in starts],
             "annotations": [{"xref": "x", "yref": "paper", "x": first - 0.5, "y": 1, "text": f"epoch {epoch}",
-                             "showarrow": False, "xanchor": "right", "yanchor": "bottom"} for epoch, first in starts]}
+                             "showarrow": False, "xanchor": "right", "yanchor": "bottom"}
+                            for epoch, first in starts[::every]]}
 
 
 def timeline_figure(steps: Sequence[Row], gates: Sequence[Row], gate_metric: str) -> go.Figure:

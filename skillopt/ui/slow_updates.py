@@ -62,6 +62,11 @@ def summary_frame(updates: Sequence[Row]) -> pd.DataFrame:
         "error": u["error"] or ""} for u in updates])
 
 
+def tab_label(update: Row) -> str:
+    """An epoch's tab: its number and the decision on its guidance."""
+    return f"Epoch {update['epoch']} · {update['decision'] or '—'}"
+
+
 def score_delta(update: Row) -> str | None:
     before, after = update["score_before"], update["score_after"]
     return None if after is None or before is None else f"{after - before:+.3f}"
