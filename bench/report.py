@@ -347,7 +347,7 @@ def learning(results: dict) -> str:
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     out += [learning_cells(task, row) for task, row in fig["tasks"].items()]
     # A bench stopped before its last task saves the tasks it finished; the rest are named, unmeasured.
-    out += [f"| {task} | — | not measured: the bench stopped before this task |" + " — |" * 11 + " **missed** |"
+    out += [f"| {task} | — | not measured: the bench was stopped before this task finished |" + " — |" * 11 + " **missed** |"
             for task in fig.get("pending", [])]
     return "\n".join(out)
 

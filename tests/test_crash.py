@@ -19,9 +19,10 @@ from killer import fingerprint, integrity, run_killer, survive
 from skillopt.store.writer import Store
 
 # check_evidence=false: the sweep needs steps the gate rejects, which the evidence check would
-# mostly pre-empt on the simulated world.
+# mostly pre-empt on the simulated world; seed=2 gives a run whose first two steps are accepted
+# and last two rejected (test_reference_run_exercises_accepts_rejects_and_a_slow_update).
 OVERRIDES = ("num_epochs=2", "max_steps_per_epoch=2", "batch_size=16", "slow_update_samples=8",
-             "selection_size=20", "test_size=20", "check_evidence=false")
+             "selection_size=20", "test_size=20", "check_evidence=false", "seed=2")
 WORKERS = 3  # subprocesses at a time: they mostly wait on SQLite and process start-up
 
 # (kill points in order: the start, then each resume; the stage the FIRST kill must leave the run in)
