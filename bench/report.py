@@ -18,7 +18,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
-BENCHES = ("calls", "overhead", "dashboard", "local_model", "faults", "learning", "real_model", "sweep", "checks")
+BENCHES = ("calls", "overhead", "dashboard", "local_model", "faults", "learning", "real_model", "sweep", "checks",
+           "learning-worked-examples")
 LABELS = {"oracle": "oracle optimizer (`sim/optimizer`, reads the hidden rules)",
           "non-oracle": "non-oracle optimizer (`sim/learner`, learns from the cases{noise})"}
 NOT_MEASURED = "not measured"
@@ -309,6 +310,12 @@ LEARNING_QUICK = ("`--quick`: 1 epoch, batch 8, 12 selection and 20 test items, 
                   "no evidence for or against the targets")
 
 
+LEARNING_HEAD = ("| task | type | no skill | seed | best | final | lift (95% CI) | steps accepted / rejected / skipped | "
+                 "usable optimizer replies | edits applied / proposed | not applied, by reason | accepted contradicted "
+                 "edits | calls target / optimizer | wall time | targets |",
+                 "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+
 def _pts(value: float) -> str:
     return f"{value * 100:+.1f}"
 
@@ -341,14 +348,16 @@ def learning(results: dict) -> str:
         return "\n".join(out)
     label = f"Full run ({LEARNING_FULL})" if full else f"Quick run ({LEARNING_QUICK})"
     out += ([""] if out else []) + [f"{label}: {command(result, 'python bench/learning.py')}, {when(result)}.", "",
-            "| task | type | no skill | seed | best | final | lift (95% CI) | steps accepted / rejected / skipped | "
-            "usable optimizer replies | edits applied / proposed | not applied, by reason | accepted contradicted "
-            "edits | calls target / optimizer | wall time | targets |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                                    *LEARNING_HEAD]
     out += [learning_cells(task, row) for task, row in fig["tasks"].items()]
     # A bench stopped before its last task saves the tasks it finished; the rest are named, unmeasured.
     out += [f"| {task} | — | not measured: the bench was stopped before this task finished |" + " — |" * 11 + " **missed** |"
             for task in fig.get("pending", [])]
+    trial = results.get("learning-worked-examples")
+    if trial:  # a trial of an option that is off by default, saved under its own name
+        out += ["", f"Trial with `worked_examples=true` (off by default; {LEARNING_FULL}): "
+                    f"{command(trial, 'python bench/learning.py')}, {when(trial)}.", "", *LEARNING_HEAD]
+        out += [learning_cells(task, row) for task, row in trial["figures"]["tasks"].items()]
     return "\n".join(out)
 
 

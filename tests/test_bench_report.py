@@ -51,7 +51,9 @@ def test_a_hand_edited_figure_is_caught(tmp_path):
     assert old != new and new == (ROOT / "README.md").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("missing", report.BENCHES)
+# A trial (learning-NAME: an option tried with the learning bench) has no row of its own to
+# mark "not measured": without its file the README simply shows no trial.
+@pytest.mark.parametrize("missing", [b for b in report.BENCHES if "-" not in b])
 def test_a_missing_result_shows_as_not_measured(tmp_path, missing):
     results = {k: v for k, v in report.load().items() if k != missing}
     root = copy_readmes(tmp_path)
@@ -80,7 +82,7 @@ def test_saved_results_say_where_they_come_from_and_stay_small():
         assert result["bench"] == path.stem and path.stem in report.BENCHES
         assert re.fullmatch(r"[0-9a-f]{40}", result["commit"]) and isinstance(result["dirty"], bool)
         assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", result["date"])
-        assert result["command"].startswith(f"python bench/{path.stem}.py")
+        assert result["command"].startswith(f"python bench/{path.stem.split('-')[0]}.py")
         assert path.stat().st_size < 20_000
 
 

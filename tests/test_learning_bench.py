@@ -298,3 +298,12 @@ def test_the_task_validates_and_every_split_holds_every_rule():
                                                                            k.startswith("rule_")]) == 6
     assert sum(len(task.split(s)) for s in ("train", "selection", "test")) == 192
     assert "Eastvale" not in task.seed_skill and "120" not in task.seed_skill  # the seed states no house rule
+
+
+def test_a_saved_trial_gets_its_own_table_and_none_shows_nothing(sim_bench):
+    row = sim_bench[1]
+    trial = {**saved(row, "full"), "command": "python bench/learning.py --set worked_examples=true"}
+    text = report.learning({"learning": saved(row, "full"), "learning-worked-examples": trial})
+    assert "Trial with `worked_examples=true` (off by default" in text
+    assert len([line for line in text.splitlines() if line.startswith("| sim-rulebook |")]) == 2
+    assert "Trial" not in report.learning({"learning": saved(row, "full")})
