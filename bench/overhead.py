@@ -142,9 +142,9 @@ def _where(path: str, name: str) -> str:
 
 def profile(overrides: tuple[str, ...]) -> list[tuple[str, float]]:
     """Self time per module of one single-threaded run under cProfile."""
-    from skillopt import reflect, rollout, trainer
+    from skillopt import reflect, rollout, speculation
 
-    saved = {m: m.ThreadPoolExecutor for m in (reflect, rollout, trainer)}
+    saved = {m: m.ThreadPoolExecutor for m in (reflect, rollout, speculation)}
     for module in saved:
         module.ThreadPoolExecutor = Inline
     profiler = cProfile.Profile()
