@@ -18,7 +18,7 @@ from typing import Sequence
 
 from .patch import Edit
 from .prompts import clip
-from .reflect import MinibatchResult, common_lines
+from .reflect import MinibatchResult, common_lines, task_text
 from .skill import sections
 from .tasks.task import Trajectory
 from .transforms import Proposal
@@ -31,8 +31,7 @@ MARK = "- Task: "  # how an example line starts (counted, and never added twice)
 
 
 def line(t: Trajectory, common: Sequence[str]) -> str:
-    drop = set(common)
-    task = " ".join(" ".join(r for r in t.prompt.splitlines() if r.strip() not in drop).split())
+    task = " ".join(task_text(t, common).split())
     return f"{MARK}{clip(task, TASK_CHARS)} -> Answer: {clip(' '.join(t.expected.split()), ANSWER_CHARS)}"
 
 

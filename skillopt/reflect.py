@@ -203,7 +203,7 @@ def clue_words(group: Sequence[str], others: Sequence[str], limit: int = CLUE_WO
     return tuple(w for _, _, w in sorted(scored, key=lambda x: (-x[0], -x[1], x[2]))[:limit])
 
 
-def _task_text(t: Trajectory, common: Sequence[str]) -> str:
+def task_text(t: Trajectory, common: Sequence[str]) -> str:
     drop = set(common)
     return "\n".join(line for line in t.prompt.splitlines() if line.strip() not in drop)
 
@@ -243,8 +243,8 @@ def _clues(members: Sequence[Trajectory], group: str, wrong: str, context: Seque
     out = []
     others = [t for t in context if t.expected.strip() != group]
     answers = {w for t in (*members, *context) for w in _words(f"{t.expected} {t.output}")}
-    clues = tuple(w for w in clue_words([_task_text(t, common) for t in members],
-                                        [_task_text(t, common) for t in others], CLUE_WORDS + 2)
+    clues = tuple(w for w in clue_words([task_text(t, common) for t in members],
+                                        [task_text(t, common) for t in others], CLUE_WORDS + 2)
                   if w not in answers)[:CLUE_WORDS]  # an answer's name is no clue to it
     if clues:
         out.append(f"Words these {len(members)} tasks share: {', '.join(clues)}. Draft rule (fix it if these words "
@@ -254,7 +254,7 @@ def _clues(members: Sequence[Trajectory], group: str, wrong: str, context: Seque
                      and t.item_id not in {m.item_id for m in members}), None)
     if contrast is not None:
         out.append(f"Contrast: this task rightly got \"{clip(wrong, 40)}\": "
-                   f"{clip(' '.join(_task_text(contrast, common).split()), 200)}")
+                   f"{clip(' '.join(task_text(contrast, common).split()), 200)}")
     return out
 
 
