@@ -32,7 +32,8 @@ class Progress:
         elif isinstance(e, ev.StepCompleted):
             self.step = e.step
             score = e.state.current_score or 0.0
-            self.draw(f"{e.decision:<15} selection {score:.3f} best {e.state.best_score or 0:.3f}", final=True)
+            tried = f" (worked examples: {e.examples.decision})" if e.examples else ""
+            self.draw(f"{e.decision:<15} selection {score:.3f} best {e.state.best_score or 0:.3f}{tried}", final=True)
         elif isinstance(e, ev.TestEvaluated):
             self.draw(f"test {e.which}: {e.score:.3f}", final=True)
         elif isinstance(e, ev.RunFinished):

@@ -50,9 +50,15 @@ class RunConfig:
     # also tried one left out each, on the items that flipped, so a harmful edit is not carried
     # by a good one.
     minibatch_check: bool = False  # off: 1.2x the target calls for no score gain on the simulated world
-    # Each step also proposes a few of its failures as "task -> right answer" lines of the
-    # skill's "Worked examples" section (examples.py), gated like any edit.
-    worked_examples: bool = False  # off until the real learning benchmark measures it on every task
+    # A step whose candidate the gate did not keep tries a few of its failures as "task ->
+    # right answer" lines of the skill's "Worked examples" section (examples.py), gated alone.
+    # Not in approval mode, where a person judges every edit the step proposes.
+    worked_examples: bool = True  # the one mechanism that lifted the embedded model on a held-out task
+    # They are the engine's extra try on every rejected step, and at the gate's 0.5 a change
+    # with no effect passes about every other try: on the simulated world (non-oracle optimizer,
+    # 6 seeds) 0.5 let in examples that won selection by luck and cost test score, while 0.2
+    # and 0.05 ended exactly where runs without examples did; 0.2 is the looser of the two.
+    worked_examples_alpha: float = 0.2  # the examples' paired sign-test level: a few items' real gain passes
     # --- gate ---
     use_gate: bool = True  # without the gate every candidate is accepted (ablation only)
     # "strict" is the published rule (the candidate's mean must beat the incumbent's).
@@ -167,8 +173,9 @@ def _validate(c: RunConfig) -> None:
     for key in _UNIT:
         if not 0.0 <= getattr(c, key) <= 1.0:
             raise ConfigError(f"config key '{key}' must be between 0 and 1, got {getattr(c, key)!r}")
-    if not 0.0 < c.gate_alpha <= 1.0:
-        raise ConfigError(f"config key 'gate_alpha' must be in (0, 1], got {c.gate_alpha!r}")
+    for key in ("gate_alpha", "worked_examples_alpha"):
+        if not 0.0 < getattr(c, key) <= 1.0:
+            raise ConfigError(f"config key '{key}' must be in (0, 1], got {getattr(c, key)!r}")
     for key in ("temperature", "sample_temperature"):
         if not 0.0 <= getattr(c, key) <= 2.0:
             raise ConfigError(f"config key '{key}' must be between 0 and 2, got {getattr(c, key)!r}")

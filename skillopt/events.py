@@ -84,6 +84,17 @@ class EditOutcome:
 
 
 @dataclass(frozen=True)
+class ExamplesTrial:
+    """A step's worked examples, gated alone after the step's own candidate was not kept."""
+    edit: Edit
+    items: tuple[str, ...]  # the train items the examples show
+    candidate: str  # the incumbent with the examples added
+    decision: Decision
+    gate: GateDecision
+    flipped: tuple[tuple[str, float, float], ...]
+
+
+@dataclass(frozen=True)
 class StepCompleted(Event):
     step: int
     epoch: int
@@ -101,6 +112,7 @@ class StepCompleted(Event):
     duration_s: float
     state: State
     train_errors: int = 0  # train items whose rollout errored (left out of train_hard/train_soft)
+    examples: ExamplesTrial | None = None  # the worked-examples trial, when one ran
 
 
 @dataclass(frozen=True)

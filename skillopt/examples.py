@@ -3,13 +3,15 @@
 A small target applies a house rule it has seen in an example more reliably than a rule a
 small optimizer put into words, and a small optimizer often finds no words for it at all
 (it names the answer as its own trigger, or the template). The examples need no model: the
-train split holds the right answers. With `worked_examples`, each step proposes one edit that
-adds a few of its failures, each a different expected answer where it can, to the skill's
-"Worked examples" section (made at the end of the skill when missing). It competes with
-the optimizer's edits for nothing: it ranks first and goes through the gate like any other
-edit, which keeps it only if the selection split says it helps. For any task type: the task
-is the text its trajectory was prompted with, less the lines every task shares, and the
-answer is the expected answer as text (a label, a number, a JSON object).
+train split holds the right answers. With `worked_examples`, a step whose candidate the gate
+did not keep (or that had none) tries one more: the incumbent plus a few of the step's
+failures, each a different expected answer where it can, added to the skill's "Worked
+examples" section (made at the end of the skill when missing). Gated alone, the examples
+never ride in the optimizer's candidate: where they hurt a task they are rejected without
+sinking the optimizer's good edits, and where the optimizer's edits are bad they are judged
+on their own. For any task type: the task is the text its trajectory was prompted with, less
+the lines every task shares, and the answer is the expected answer as text (a label, a
+number, a JSON object).
 """
 from __future__ import annotations
 
@@ -18,10 +20,9 @@ from typing import Sequence
 
 from .patch import Edit
 from .prompts import clip
-from .reflect import MinibatchResult, common_lines, task_text
+from .reflect import common_lines, task_text
 from .skill import sections
 from .tasks.task import Trajectory
-from .transforms import Proposal
 
 SECTION = "Worked examples"
 PER_STEP = 3  # examples one step adds: few enough that the gate judges a small change
@@ -65,12 +66,7 @@ def edit(skill: str, trajectories: Sequence[Trajectory], common: Sequence[str],
     return Edit(op="add", section=home, content=content, rationale=rationale, source="example"), ids
 
 
-def proposals(skill: str, trajectories: Sequence[Trajectory], minibatches: Sequence[MinibatchResult],
-              seed: int) -> list[Proposal]:
-    """The step's example edit as a proposal, credited to a reflection minibatch that held one
-    of its items (so the record says which cases it came from); [] when there is none."""
-    found = edit(skill, trajectories, common_lines([t.prompt for t in trajectories if not t.error]), seed)
-    if found is None:
-        return []
-    shown = set(found[1])
-    return [Proposal(edit=found[0], minibatch=next((m.index for m in minibatches if shown & set(m.item_ids)), 0))]
+def for_step(skill: str, trajectories: Sequence[Trajectory], seed: int) -> tuple[Edit, tuple[str, ...]] | None:
+    """The step's example edit and the items it shows (the template lines every prompt of the
+    step shares left out of each task), or None."""
+    return edit(skill, trajectories, common_lines([t.prompt for t in trajectories if not t.error]), seed)

@@ -12,8 +12,9 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
-from . import advisor, examples, records, reflect, schedules, slow, speculation, transforms
+from . import advisor, approval, examples, records, reflect, schedules, slow, speculation, transforms
 from . import events as ev
+from .approval import ApprovalDecision
 from .config import RunConfig
 from .errors import BudgetExhausted, ModelError, StopRequested
 from .models.llm import Models
@@ -28,16 +29,9 @@ from .screen import Screen
 from .state import State
 from .tasks.task import expected_text
 from .validation import GateResult, Validator
-from .vocabulary import ACCEPTED, Approval, Decision, RunStatus, Stage
+from .vocabulary import ACCEPTED, Decision, RunStatus, Stage
 
 PATTERNS_KEPT = 8  # failure summaries kept in the step buffer: enough context, bounded checkpoint
-
-
-@dataclass(frozen=True)
-class ApprovalDecision:
-    """A person's decision on one pending edit (approval mode)."""
-    status: Approval
-    content: str  # the (possibly edited) content
 
 
 @dataclass(frozen=True)
@@ -56,6 +50,9 @@ class Trainer:
         self.plan = Plan.make(task, config)
         self.evaluator = Evaluator.of(task, models, config, cache=hooks.cache, run_id=run_id, emit=self.emit)
         self.gate = Validator(config, self.plan, self.evaluator, self.evaluate, self.emit, run_id)
+        # The examples' own gate: paired (in either mode) at a stricter level (see the config key).
+        self.examples_gate = Validator(replace(config, gate_mode="paired", gate_alpha=min(
+            config.gate_alpha, config.worked_examples_alpha)), self.plan, self.evaluator, self.evaluate, self.emit, run_id)
         self.screen = Screen(self.evaluate, self.gate.values, config.fuzzy_anchor_threshold, config.max_error_rate)
         # How the task scores replies picks the reflection's template (a plug-in may not say).
         self.scoring = task.scoring() if hasattr(task, "scoring") else None
@@ -152,9 +149,7 @@ class Trainer:
         minibatches = self.reflect(step, state, train, scheduled)
         # 3. aggregate the proposals, 4. clip them to the edit budget
         self.enter(step, "aggregate")
-        shown = examples.proposals(state.skill, train.trajectories, minibatches, self.plan.step_seed(step)) \
-            if self.config.worked_examples else []
-        pool = self.aggregate(step, minibatches, shown)
+        pool = self.aggregate(step, minibatches)
         budget = self.edit_budget(step, state.skill, pool, scheduled)
         self.enter(step, "select", f"budget {budget}")
         selection = transforms.finish(pool, budget)
@@ -166,17 +161,19 @@ class Trainer:
         decision, state, result = self.validate(step, state, candidate, n_edits=len(update.patch.applied))
         if decision == "reject":
             rejected += records.gate_rejections(step, update.patch.applied, result.decision)
+        trial, state = self.try_examples(step, state, train) if decision in ("reject", "skip") else (None, state)
         summaries = tuple(m.summary for m in minibatches if m.ok and m.kind == "failure" and m.summary)
         state = replace(state, step=step, rejected=rejected,
                         patterns=(state.patterns + summaries)[-PATTERNS_KEPT:],
-                        accepted=state.accepted + (update.patch.applied if decision in ACCEPTED else ()))
+                        accepted=state.accepted + (update.patch.applied if decision in ACCEPTED else ())
+                        + ((trial.edit,) if trial and trial.decision in ACCEPTED else ()))
         self.emit(ev.StepCompleted(
             run_id=self.run_id, step=step, epoch=self.plan.epoch_of(step), edit_budget=budget,
             scheduled_budget=scheduled, train_hard=train.mean("hard"), train_soft=train.mean("soft"),
             outcomes=edit_outcomes(selection, update, decision, minibatches), candidate=candidate, decision=decision,
             gate=result.decision if result else None, flipped=result.flipped if result else (),
             n_minibatches=len(minibatches), n_failed_minibatches=sum(not m.ok for m in minibatches),
-            duration_s=time.time() - started, state=state, train_errors=train.n_errors))
+            duration_s=time.time() - started, state=state, train_errors=train.n_errors, examples=trial))
         return state
 
     # ---- the stages of a step --------------------------------------------------------
@@ -202,11 +199,10 @@ class Trainer:
             return None
         return collect(self.plan.train, [it for s in range(1, step + 1) for it in self.plan.batch(s)], self.task.render)
 
-    def aggregate(self, step: int, minibatches: Sequence[reflect.MinibatchResult],
-                  extra: Sequence[transforms.Proposal] = ()) -> list[transforms.Candidate]:
+    def aggregate(self, step: int, minibatches: Sequence[reflect.MinibatchResult]) -> list[transforms.Candidate]:
         """Every proposal of the step, normalised, deduplicated, (merged) and ranked."""
         c = self.config
-        proposals = [*extra, *(transforms.Proposal(edit=e, minibatch=m.index) for m in minibatches for e in m.edits)]
+        proposals = [transforms.Proposal(edit=e, minibatch=m.index) for m in minibatches for e in m.edits]
         merge = advisor.llm_merge(self.models.optimizer, step) if c.merge_mode == "llm" else None
         return transforms.prepare(proposals, dedupe_threshold=c.dedupe_threshold, merge=merge)
 
@@ -245,6 +241,20 @@ class Trainer:
             result = self.gate.run(step, state.skill, candidate, dict(state.current_values), "gate")
         decision, state = self.settle(step, state, candidate, result)
         return decision, state, result
+
+    def try_examples(self, step: int, state: State, train: Batch) -> tuple[ev.ExamplesTrial | None, State]:
+        """The step's worked examples, gated alone on the incumbent (its candidate was not kept)."""
+        c = self.config
+        found = examples.for_step(state.skill, train.trajectories, self.plan.step_seed(step)) \
+            if c.worked_examples and c.use_gate and not c.approval_mode else None
+        patch = apply_edits(state.skill, [found[0]], fuzzy_threshold=c.fuzzy_anchor_threshold) if found else None
+        if found is None or patch is None or not patch.applied:
+            return None, state
+        self.enter(step, "gate", f"worked examples of {len(found[1])} train failures, gated alone")
+        result = self.examples_gate.run(step, state.skill, patch.text, dict(state.current_values), "gate")
+        decision, state = self.settle(step, state, patch.text, result)
+        return ev.ExamplesTrial(edit=found[0], items=found[1], candidate=patch.text, decision=decision,
+                                gate=result.decision, flipped=result.flipped), state
 
     def settle(self, step: int, state: State, candidate: str, result: GateResult) -> tuple[Decision, State]:
         """Turn a gate decision into the new incumbent (or not)."""
@@ -286,21 +296,10 @@ class Trainer:
         self.emit(ev.ApprovalRequested(run_id=self.run_id, step=step, edits=tuple(edits), diffs=diffs,
                                        minibatches=tuple(sources.get(e, (None, ()))[1] for e in edits),
                                        numbers=tuple(sources.get(e, (None, ()))[0] for e in edits)))
-        while True:
-            decisions = list(self.hooks.decisions(step))
-            if len(decisions) == len(edits) and all(d.status != "pending" for d in decisions):
-                break
+        while not approval.settled(decisions := list(self.hooks.decisions(step)), len(edits)):
             self.stop_if_requested()
             self.hooks.sleep(self.config.approval_poll_s)
-        kept: dict[Edit, Edit] = {}  # each kept edit -> the version to apply (a person's, when edited)
-        rejected, approvals = [], {}
-        for edit, d in zip(edits, decisions):
-            approvals[edit] = d.status
-            if d.status == "rejected":
-                rejected.append(edit)
-            else:
-                kept[edit] = replace(edit, content=d.content) if d.status == "edited" else edit
-        return kept, rejected, approvals
+        return approval.sort(edits, decisions)
 
     # ---- epoch end and final tests ---------------------------------------------------
     def end_epoch(self, epoch: int, state: State) -> State:

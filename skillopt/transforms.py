@@ -186,13 +186,11 @@ def merge(fn: Callable[[list[Candidate]], Sequence[Candidate]]) -> Transform:
 
 def _priority(indexed: tuple[int, Candidate]) -> tuple[int, int, int]:
     i, c = indexed
-    # Worked examples first (only with worked_examples: the engine's own edit, from the right
-    # answers), then what failures taught, then the rest.
-    return ({"example": 0, "failure": 1}.get(c.edit.source, 2), -c.edit.support, i)
+    return (0 if c.edit.source == "failure" else 1, -c.edit.support, i)
 
 
 def rank(extra: Callable[[list[Candidate]], Sequence[Candidate]] | None = None) -> Transform:
-    """Worked examples, then failure-sourced, then higher support, then original order; then `extra`.
+    """Failure-sourced first, then higher support, then original order; then `extra`.
 
     `extra` (e.g. an LLM ranker) may reorder the live candidates; any it drops keep
     their place after the ones it returned, and anything it invents is ignored, so a

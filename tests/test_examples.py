@@ -53,22 +53,70 @@ def test_the_edit_makes_the_section_then_adds_to_it_and_stops_when_full():
     assert examples.edit(full, more, COMMON, seed=2) is None
 
 
-def test_the_example_edit_ranks_first_and_a_step_without_failures_has_none():
+def test_a_step_without_failures_has_no_example_edit():
+    assert examples.for_step("# S\n", [STEP[3]], seed=1) is None
+    assert examples.for_step("# S\n", [STEP[4]], seed=1) is None  # an errored item is no failure
+
+
+def test_the_optimizers_edits_rank_as_before_examples_take_no_slot():
     ex = Edit(op="add", content="- Task: t -> Answer: a", source="example")
     rule = Edit(op="add", content="- a rule", source="failure", support=3)
-    pool = transforms.pipeline([transforms.Proposal(rule, 0), transforms.Proposal(ex, 1)], budget=1)
-    assert pool.selected == (ex,)
-    assert examples.proposals("# S\n", [STEP[3]], (), seed=1) == []
+    pool = transforms.pipeline([transforms.Proposal(ex, 1), transforms.Proposal(rule, 0)], budget=1)
+    assert [e.content for e in pool.selected] == [rule.content]
 
 
-def test_a_run_with_worked_examples_gates_them_and_is_off_by_default(tmp_path):
+def trials(conn: sqlite3.Connection, run_id: str) -> list[tuple]:
+    return conn.execute("SELECT g.step, g.decision, s.decision, e.gate, e.content, e.note FROM gate_decisions g "
+                        "JOIN steps s ON s.run_id = g.run_id AND s.step = g.step "
+                        "JOIN edits e ON e.run_id = g.run_id AND e.step = g.step AND e.source = 'example' "
+                        "WHERE g.run_id = ? AND g.kind = 'examples' ORDER BY g.step", (run_id,)).fetchall()
+
+
+def test_examples_are_tried_alone_only_after_a_step_candidate_was_not_kept(tmp_path):
     db = tmp_path / "s.db"
-    run_id = run_sim(db, "num_epochs=1", "worked_examples=true")
+    run_id = run_sim(db, "num_epochs=2", "worked_examples=true")
     conn = sqlite3.connect(db)
-    rows = conn.execute("SELECT step, idx, fate, status, gate, content FROM edits WHERE run_id = ? "
-                        "AND source = 'example' ORDER BY step", (run_id,)).fetchall()
-    assert rows and all(r[2] == "selected" and r[5].count("- Task: ") >= 1 for r in rows)
-    assert all(r[4] in ("accepted", "rejected") for r in rows if r[3] == "applied")
-    off = run_sim(db, "num_epochs=1")
-    assert not conn.execute("SELECT 1 FROM edits WHERE run_id = ? AND source = 'example'", (off,)).fetchall()
+    rows = trials(conn, run_id)
+    assert rows, "a sim run with rejected steps tries worked examples"
+    for step, decision, step_decision, gate, content, note in rows:
+        assert step_decision in ("reject", "skip")  # never after an accepted step
+        assert gate == {"reject": "rejected", "skip": "skipped"}.get(decision, "accepted")
+        assert content.count("- Task: ") >= 1 and "gated alone" in note
+    # examples never ride in the optimizer's candidate
+    for (text,) in conn.execute("SELECT content FROM skill_versions WHERE run_id = ? AND kind = 'candidate'", (run_id,)):
+        assert "## Worked examples" not in text
+    stepped = {r[0] for r in conn.execute("SELECT step FROM steps WHERE run_id = ? AND decision IN "
+                                          "('reject', 'skip')", (run_id,))}
+    assert {r[0] for r in rows} <= stepped
+    off = run_sim(db, "num_epochs=2", "worked_examples=false")
+    assert not trials(conn, off)
+    assert not conn.execute("SELECT 1 FROM gate_decisions WHERE run_id = ? AND kind = 'examples'", (off,)).fetchall()
+    conn.close()
+
+
+def test_accepted_examples_become_the_incumbent_and_count_as_accepted(tmp_path):
+    db = tmp_path / "s.db"
+    # At the gate's own 0.5 level some examples win their trial on the simulated world.
+    run_id = run_sim(db, "worked_examples=true", "worked_examples_alpha=1.0", "seed=5")
+    conn = sqlite3.connect(db)
+    kept = [r for r in trials(conn, run_id) if r[1] in ("accept", "accept_new_best")]
+    assert kept
+    step, _, _, _, content, _ = kept[0]
+    current = conn.execute("SELECT content FROM skill_versions WHERE run_id = ? AND step = ? AND kind = 'current'",
+                           (run_id, step)).fetchone()[0]
+    examples_text = conn.execute("SELECT content FROM skill_versions WHERE run_id = ? AND step = ? AND kind = "
+                                 "'examples'", (run_id, step)).fetchone()[0]
+    assert current == examples_text and content.splitlines()[-1] in current
+    nxt = conn.execute("SELECT current_score FROM steps WHERE run_id = ? AND step = ?", (run_id, step + 1)).fetchone()
+    gate = conn.execute("SELECT candidate_score FROM gate_decisions WHERE run_id = ? AND step = ? AND kind = "
+                        "'examples'", (run_id, step)).fetchone()[0]
+    assert nxt is None or nxt[0] == gate  # the next step starts from the examples' selection score
+    conn.close()
+
+
+def test_no_examples_trial_in_approval_mode_or_without_a_gate(tmp_path):
+    db = tmp_path / "s.db"
+    conn = sqlite3.connect(db)
+    ungated = run_sim(db, "num_epochs=1", "worked_examples=true", "use_gate=false")
+    assert not trials(conn, ungated)
     conn.close()

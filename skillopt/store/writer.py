@@ -279,7 +279,21 @@ class Store(BufferedCaches):
                            for i, r in enumerate(epoch_rejected)])
             refused = f" ({g.reason})" if g is not None and not g.complete else ""
             self._log(c, e.run_id, e.step, "step", f"step {e.step}: {e.decision}{refused}")
+            if e.examples is not None:
+                self._examples(c, e, len(e.outcomes))
             self._save_state(c, e.run_id, s, now)
+
+    def _examples(self, c: sqlite3.Connection, e: ev.StepCompleted, index: int) -> None:
+        """The step's worked-examples trial: its edit (after the step's others), candidate and gate."""
+        x, outcome = e.examples, {"skip": "skipped", "reject": "rejected"}.get(e.examples.decision, "accepted")
+        note = (f"worked examples of train items {', '.join(x.items)}, gated alone after the step's "
+                f"candidate was {'skipped' if e.decision == 'skip' else 'rejected'}")
+        c.execute("INSERT INTO edits VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                  (e.run_id, e.step, index, x.edit.op, x.edit.target, x.edit.content, x.edit.section,
+                   x.edit.rationale, x.edit.source, x.edit.support, "[]", "selected", "applied", "", outcome, note))
+        self._version(c, e.run_id, e.step, "examples", x.candidate, x.gate.candidate_score)
+        self._gate(c, e.run_id, e.step, "examples", x.decision, x.gate, x.flipped)
+        self._log(c, e.run_id, e.step, "step", f"step {e.step}: worked examples {x.decision}")
 
     def _epoch_completed(self, e: ev.EpochCompleted) -> None:
         now = time.time()
