@@ -19,7 +19,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 BENCHES = ("calls", "overhead", "dashboard", "local_model", "faults", "learning", "real_model", "sweep", "checks",
-           "learning-worked-examples")
+           "learning-worked-examples", "learning-examples-off")
+# Earlier learning runs kept beside the current defaults' (name -> what differed), each its own table.
+LEARNING_TRIALS = {
+    "learning-examples-off": "Worked examples off (`worked_examples=false`, the defaults before worked examples were "
+                             "gated alone and turned on)",
+    "learning-worked-examples": "Worked examples bundled into every step's candidate, ranked first (the first version "
+                                "of the mechanism, since replaced by the trial gated alone)"}
 LABELS = {"oracle": "oracle optimizer (`sim/optimizer`, reads the hidden rules)",
           "non-oracle": "non-oracle optimizer (`sim/learner`, learns from the cases{noise})"}
 NOT_MEASURED = "not measured"
@@ -329,11 +335,13 @@ def learning_cells(task: str, row: dict) -> str:
     lift_cell = (f"{_pts(lift['lift'])} pts over {lift['baseline']} ({_pts(lift['ci_low'])} to {_pts(lift['ci_high'])})"
                  if lift else "n/a")
     st, r, c = row["steps"], row["optimizer_replies"], row["calls"]
+    x = row.get("examples_trials")  # absent in results saved before the trials existed
+    tried = f" (worked examples kept {x['accepted']} of {x['accepted'] + x['rejected']})" if x else ""
     dropped = ", ".join(f"{reason} {n}" for reason, n in e["not_applied"].items()) or "none"
     missed = [name.replace("_", " ") for name, t in row["targets"].items() if not t["met"]]
     verdict = f"**missed**: {', '.join(missed)}" if missed else "all met"
     return (f"| {task} | {row['type']} | {score['none']} | {score['seed']} | {score['best']} | {score['final']} | "
-            f"{lift_cell} | {st['accepted']} / {st['rejected']} / {st['skipped']} | {r['usable']} / {r['all']} | "
+            f"{lift_cell} | {st['accepted']} / {st['rejected']} / {st['skipped']}{tried} | {r['usable']} / {r['all']} | "
             f"{e['applied']} / {e['proposed']} | {dropped} | {e['contradicted_accepted']} | {c['target']} / "
             f"{c['optimizer']} | {row['wall_s']:.0f} s | {verdict} |")
 
@@ -353,11 +361,12 @@ def learning(results: dict) -> str:
     # A bench stopped before its last task saves the tasks it finished; the rest are named, unmeasured.
     out += [f"| {task} | — | not measured: the bench was stopped before this task finished |" + " — |" * 11 + " **missed** |"
             for task in fig.get("pending", [])]
-    trial = results.get("learning-worked-examples")
-    if trial:  # a trial of an option that is off by default, saved under its own name
-        out += ["", f"Trial with `worked_examples=true` (off by default; {LEARNING_FULL}): "
-                    f"{command(trial, 'python bench/learning.py')}, {when(trial)}.", "", *LEARNING_HEAD]
-        out += [learning_cells(task, row) for task, row in trial["figures"]["tasks"].items()]
+    for name, what in LEARNING_TRIALS.items():  # earlier configurations, each saved under its own name
+        trial = results.get(name)
+        if trial:
+            out += ["", f"{what}; {LEARNING_FULL}: {command(trial, 'python bench/learning.py')}, {when(trial)}.", "",
+                    *LEARNING_HEAD]
+            out += [learning_cells(task, row) for task, row in trial["figures"]["tasks"].items()]
     return "\n".join(out)
 
 

@@ -54,11 +54,10 @@ class RunConfig:
     # right answer" lines of the skill's "Worked examples" section (examples.py), gated alone.
     # Not in approval mode, where a person judges every edit the step proposes.
     worked_examples: bool = True  # the one mechanism that lifted the embedded model on a held-out task
-    # They are the engine's extra try on every rejected step, and at the gate's 0.5 a change
-    # with no effect passes about every other try: on the simulated world (non-oracle optimizer,
-    # 6 seeds) 0.5 let in examples that won selection by luck and cost test score, while 0.2
-    # and 0.05 ended exactly where runs without examples did; 0.2 is the looser of the two.
-    worked_examples_alpha: float = 0.2  # the examples' paired sign-test level: a few items' real gain passes
+    # The examples are the engine's extra try on every rejected step, and at the gate's own
+    # 0.5 a change with no effect passes about every other try; so a trial is kept only when
+    # the items won and lost by all the run's trials, pooled, pass a sign test at this level.
+    worked_examples_alpha: float = 0.2  # a no-effect change passes at most 1 in 5; 0.05 needs ~2x the trials
     # --- gate ---
     use_gate: bool = True  # without the gate every candidate is accepted (ablation only)
     # "strict" is the published rule (the candidate's mean must beat the incumbent's).

@@ -12,13 +12,23 @@ sinking the optimizer's good edits, and where the optimizer's edits are bad they
 on their own. For any task type: the task is the text its trajectory was prompted with, less
 the lines every task shares, and the answer is the expected answer as text (a label, a
 number, a JSON object).
+
+A trial answers two questions. Does this set of examples help? Its own paired gate says, as
+for any candidate. Do worked examples help this task at all? A trial runs on every rejected
+step, so at the gate's level (any net win) luck alone would let some in: that question is
+judged on the items won and lost by all the run's trials so far, pooled (`pooled`), by a
+one-sided sign test at `worked_examples_alpha`. A real effect gains evidence with every
+trial, even where one trial's few items on a small selection split cannot show it; a change
+with no effect gains none.
 """
 from __future__ import annotations
 
+import dataclasses
 import random
 from typing import Sequence
 
-from .patch import Edit
+from .gate import GateDecision, sign_test_p
+from .patch import Edit, apply_edits
 from .prompts import clip
 from .reflect import common_lines, task_text
 from .skill import sections
@@ -66,7 +76,23 @@ def edit(skill: str, trajectories: Sequence[Trajectory], common: Sequence[str],
     return Edit(op="add", section=home, content=content, rationale=rationale, source="example"), ids
 
 
-def for_step(skill: str, trajectories: Sequence[Trajectory], seed: int) -> tuple[Edit, tuple[str, ...]] | None:
-    """The step's example edit and the items it shows (the template lines every prompt of the
-    step shares left out of each task), or None."""
-    return edit(skill, trajectories, common_lines([t.prompt for t in trajectories if not t.error]), seed)
+def for_step(skill: str, trajectories: Sequence[Trajectory], seed: int,
+             fuzzy: float) -> tuple[Edit, tuple[str, ...], str] | None:
+    """The step's example edit, the items it shows (the template lines every prompt of the
+    step shares left out of each task) and the skill with it applied; None when there is none."""
+    found = edit(skill, trajectories, common_lines([t.prompt for t in trajectories if not t.error]), seed)
+    patch = apply_edits(skill, [found[0]], fuzzy_threshold=fuzzy) if found else None
+    return (*found, patch.text) if found and patch and patch.applied else None
+
+
+def pooled(d: GateDecision, record: tuple[int, int], alpha: float) -> tuple[GateDecision, tuple[int, int]]:
+    """A trial's decision given every trial's items won and lost so far (`record`, before this
+    one), and the record after it: kept only if the trial's own gate accepts it and the pooled
+    record passes the sign test at `alpha`."""
+    wins, losses = record[0] + d.wins, record[1] + d.losses
+    p = sign_test_p(wins, losses)
+    verdict = f"all trials so far: {wins} items won, {losses} lost, sign test p = {p:.3f}"
+    if d.accept and p > alpha:
+        return dataclasses.replace(d, accept=False, reason=f"{verdict} > {alpha}: not yet evidence that "
+                                                              f"examples help this task ({d.reason})"), (wins, losses)
+    return dataclasses.replace(d, reason=f"{d.reason}; {verdict}"), (wins, losses)

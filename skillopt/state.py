@@ -47,6 +47,9 @@ class State:
     # Each final test's gate value per scored item: the lift is measured from them, also
     # after a resume that did not run those tests again.
     test_values: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    # Items won and lost by every worked-examples trial so far: whether examples help this
+    # task at all is judged on all of them (examples.pooled).
+    examples_record: tuple[int, int] = (0, 0)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -57,6 +60,7 @@ class State:
             "accepted": [edit_json(e) for e in self.accepted], "epochs_done": self.epochs_done,
             "tests_done": list(self.tests_done), "current_values": [list(v) for v in self.current_values],
             "test_values": {k: dict(v) for k, v in self.test_values.items()},
+            "examples_record": list(self.examples_record),
         }
 
     @classmethod
@@ -73,7 +77,8 @@ class State:
                    tests_done=tuple(data["tests_done"]),
                    current_values=tuple((i, float(v)) for i, v in data.get("current_values", ())),
                    test_values={k: {i: float(x) for i, x in v.items()}
-                                for k, v in data.get("test_values", {}).items()})
+                                for k, v in data.get("test_values", {}).items()},
+                   examples_record=tuple(data.get("examples_record", (0, 0))))
 
 
 def rejected_json(r: RejectedEdit) -> dict[str, Any]:

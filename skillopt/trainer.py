@@ -50,9 +50,9 @@ class Trainer:
         self.plan = Plan.make(task, config)
         self.evaluator = Evaluator.of(task, models, config, cache=hooks.cache, run_id=run_id, emit=self.emit)
         self.gate = Validator(config, self.plan, self.evaluator, self.evaluate, self.emit, run_id)
-        # The examples' own gate: paired (in either mode) at a stricter level (see the config key).
-        self.examples_gate = Validator(replace(config, gate_mode="paired", gate_alpha=min(
-            config.gate_alpha, config.worked_examples_alpha)), self.plan, self.evaluator, self.evaluate, self.emit, run_id)
+        # The examples' own gate is paired in either mode: its items won and lost are pooled.
+        self.examples_gate = Validator(replace(config, gate_mode="paired"), self.plan, self.evaluator, self.evaluate,
+                                       self.emit, run_id)
         self.screen = Screen(self.evaluate, self.gate.values, config.fuzzy_anchor_threshold, config.max_error_rate)
         # How the task scores replies picks the reflection's template (a plug-in may not say).
         self.scoring = task.scoring() if hasattr(task, "scoring") else None
@@ -245,16 +245,19 @@ class Trainer:
     def try_examples(self, step: int, state: State, train: Batch) -> tuple[ev.ExamplesTrial | None, State]:
         """The step's worked examples, gated alone on the incumbent (its candidate was not kept)."""
         c = self.config
-        found = examples.for_step(state.skill, train.trajectories, self.plan.step_seed(step)) \
-            if c.worked_examples and c.use_gate and not c.approval_mode else None
-        patch = apply_edits(state.skill, [found[0]], fuzzy_threshold=c.fuzzy_anchor_threshold) if found else None
-        if found is None or patch is None or not patch.applied:
+        on = c.worked_examples and c.use_gate and not c.approval_mode
+        found = on and examples.for_step(state.skill, train.trajectories, self.plan.step_seed(step),
+                                         c.fuzzy_anchor_threshold)
+        if not found:
             return None, state
-        self.enter(step, "gate", f"worked examples of {len(found[1])} train failures, gated alone")
-        result = self.examples_gate.run(step, state.skill, patch.text, dict(state.current_values), "gate")
-        decision, state = self.settle(step, state, patch.text, result)
-        return ev.ExamplesTrial(edit=found[0], items=found[1], candidate=patch.text, decision=decision,
-                                gate=result.decision, flipped=result.flipped), state
+        edit, items, text = found
+        self.enter(step, "gate", f"worked examples of {len(items)} train failures, gated alone")
+        result = self.examples_gate.run(step, state.skill, text, dict(state.current_values), "gate")
+        judged, record = examples.pooled(result.decision, state.examples_record, c.worked_examples_alpha)
+        decision, state = self.settle(step, replace(state, examples_record=record), text,
+                                      replace(result, decision=judged))
+        return ev.ExamplesTrial(edit=edit, items=items, candidate=text, decision=decision, gate=judged,
+                                flipped=result.flipped), state
 
     def settle(self, step: int, state: State, candidate: str, result: GateResult) -> tuple[Decision, State]:
         """Turn a gate decision into the new incumbent (or not)."""
@@ -292,10 +295,7 @@ class Trainer:
 
     def wait_for_approval(self, step: int, skill: str, edits: Sequence[Edit], sources: dict):
         self.enter(step, "approval", f"{len(edits)} edits wait for approval")
-        diffs = tuple(apply_edits(skill, [e], fuzzy_threshold=self.config.fuzzy_anchor_threshold).diff for e in edits)
-        self.emit(ev.ApprovalRequested(run_id=self.run_id, step=step, edits=tuple(edits), diffs=diffs,
-                                       minibatches=tuple(sources.get(e, (None, ()))[1] for e in edits),
-                                       numbers=tuple(sources.get(e, (None, ()))[0] for e in edits)))
+        self.emit(approval.request(self.run_id, step, skill, edits, sources, self.config.fuzzy_anchor_threshold))
         while not approval.settled(decisions := list(self.hooks.decisions(step)), len(edits)):
             self.stop_if_requested()
             self.hooks.sleep(self.config.approval_poll_s)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import sqlite3
 
 from skillopt import examples, transforms
+from skillopt.gate import GateDecision
 from skillopt.patch import Edit, apply_edits
 from skillopt.tasks.task import Evaluation, Trajectory
 from tests.helpers import run_sim
@@ -54,8 +55,30 @@ def test_the_edit_makes_the_section_then_adds_to_it_and_stops_when_full():
 
 
 def test_a_step_without_failures_has_no_example_edit():
-    assert examples.for_step("# S\n", [STEP[3]], seed=1) is None
-    assert examples.for_step("# S\n", [STEP[4]], seed=1) is None  # an errored item is no failure
+    assert examples.for_step("# S\n", [STEP[3]], seed=1, fuzzy=0.85) is None
+    assert examples.for_step("# S\n", [STEP[4]], seed=1, fuzzy=0.85) is None  # an errored item is no failure
+    edit, items, text = examples.for_step("# S\n", STEP, seed=1, fuzzy=0.85)
+    assert text == apply_edits("# S\n", [edit]).text and set(items) == {"a", "b", "c"}
+
+
+def decision(accept: bool, wins: int, losses: int) -> GateDecision:
+    return GateDecision(accept=accept, current_score=0.3, candidate_score=0.3 + (wins - losses) / 32, margin=0.0,
+                        p_value=None, n_items=32, n_evaluated=32, wins=wins, losses=losses, early_stop=False,
+                        reason="won")
+
+
+def test_a_trial_is_kept_only_when_every_trial_so_far_pooled_says_examples_help():
+    # one trial's 5 wins to 2 losses is no evidence alone (p = 0.227) ...
+    first, record = examples.pooled(decision(True, 5, 2), (0, 0), alpha=0.2)
+    assert not first.accept and record == (5, 2) and "p = 0.227 > 0.2" in first.reason
+    # ... with an earlier trial's 4 to 2 it is (9 to 4: p = 0.133)
+    kept, record = examples.pooled(decision(True, 5, 2), (4, 2), alpha=0.2)
+    assert kept.accept and record == (9, 4) and "p = 0.133" in kept.reason
+    # the pooled record never turns the trial's own rejection into an acceptance, and counts it
+    lost, record = examples.pooled(decision(False, 1, 3), (40, 2), alpha=0.2)
+    assert not lost.accept and record == (41, 5)
+    # no discordant item at all: no evidence
+    assert not examples.pooled(decision(True, 0, 0), (0, 0), alpha=0.2)[0].accept
 
 
 def test_the_optimizers_edits_rank_as_before_examples_take_no_slot():

@@ -302,8 +302,14 @@ def test_the_task_validates_and_every_split_holds_every_rule():
 
 def test_a_saved_trial_gets_its_own_table_and_none_shows_nothing(sim_bench):
     row = sim_bench[1]
-    trial = {**saved(row, "full"), "command": "python bench/learning.py --set worked_examples=true"}
-    text = report.learning({"learning": saved(row, "full"), "learning-worked-examples": trial})
-    assert "Trial with `worked_examples=true` (off by default" in text
+    trial = {**saved(row, "full"), "command": "python bench/learning.py --set worked_examples=false"}
+    text = report.learning({"learning": saved(row, "full"), "learning-examples-off": trial})
+    assert "Worked examples off (`worked_examples=false`" in text and "--set worked_examples=false" in text
     assert len([line for line in text.splitlines() if line.startswith("| sim-rulebook |")]) == 2
-    assert "Trial" not in report.learning({"learning": saved(row, "full")})
+    assert "Worked examples off" not in report.learning({"learning": saved(row, "full")})
+
+
+def test_the_steps_cell_counts_the_worked_examples_trials(sim_bench):
+    row = {**sim_bench[1], "examples_trials": {"accepted": 2, "rejected": 5, "skipped": 0, "failed": 0}}
+    assert "(worked examples kept 2 of 7)" in report.learning_cells("sim-rulebook", row)
+    assert "worked examples kept" not in report.learning_cells("sim-rulebook", {**row, "examples_trials": None})

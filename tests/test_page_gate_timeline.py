@@ -255,3 +255,26 @@ def test_a_long_table_shows_its_latest_rows_says_how_many_and_can_show_all():
     at.session_state["rows"] = 100  # a short table: all of it, no toggle
     at.run()
     assert len(at.dataframe[0].value) == 100 and not at.toggle and not at.caption
+
+
+def test_worked_examples_trials_are_drawn_listed_and_counted(tmp_path, monkeypatch):
+    db = tmp_path / "skillopt.db"
+    # seed 5: one trial kept and several rejected (at the gate's own 0.5 level, see test_examples)
+    run_id = run_sim(db, "worked_examples=true", "worked_examples_alpha=1.0", "seed=5")
+    r = Reader(db)
+    trials = [g for g in r.gate_decisions(run_id) if g["kind"] == "examples"]
+    example_edits = [e for e in r.edits(run_id) if e["source"] == "example"]
+    r.close()
+    kept = [g for g in trials if g["decision"] in ("accept", "accept_new_best")]
+    assert kept and len(kept) < len(trials)
+    at = _open(monkeypatch, db, run_id)
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    drawn = {x: t["name"] for t in spec["data"] if t["name"].startswith("worked examples: ") for x in t["x"]}
+    assert drawn == {g["step"] + 0.25: f"worked examples: {g['decision']}" for g in trials}
+    table = at.dataframe[0].value
+    rows = table[table["kind"] == "worked examples, gated alone"]
+    assert sorted(rows["step"]) == sorted(g["step"] for g in trials)
+    assert f"worked examples tried {len(trials)}, kept {len(kept)}" in " ".join(c.value for c in at.caption)
+    # each example edit's effect is its own gate's margin, attributed to it
+    by_step = {g["step"]: g for g in trials}
+    assert example_edits and all(e["attribution"] == by_step[e["step"]]["margin"] for e in example_edits)

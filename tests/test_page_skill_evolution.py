@@ -217,3 +217,18 @@ def test_a_long_run_keeps_a_marker_for_every_candidate_and_every_text_the_incumb
     assert shown == {v["sha"] for v in versions}  # every text the run held has a marker
     line = next(t for t in evo.timeline_figure(versions, 10).data if t.name == "incumbent")
     assert len(line.x) == 1 + 500 + 50  # the line still passes through every incumbent
+
+
+def test_kept_worked_examples_are_the_change_that_made_their_steps_incumbent():
+    from skillopt.ui import evolution as evo
+    steps = [{"step": 3, "current_score": 0.5, "candidate_score": 0.45}]
+    gates = [{"step": 3, "kind": "examples", "decision": "accept", "current_score": 0.5, "candidate_score": 0.6},
+             {"step": 4, "kind": "examples", "decision": "reject", "current_score": 0.6, "candidate_score": 0.55}]
+    deltas = evo.score_deltas(steps, [], gates)
+    assert deltas == {(3, "current"): pytest.approx(0.1)}  # not the rejected candidate's -0.05
+    assert evo.score_deltas(steps, []) == {(3, "current"): pytest.approx(-0.05)}
+    edit = {"attribution": 0.1, "gate": "accepted"}
+    assert evo.edit_effect(edit, {"candidate_score": 0.45, "current_score": 0.5, "n_applied": 3}) \
+        == "+0.100 (attributed to this edit)"
+    assert evo.ordered([{"step": 3, "kind": k} for k in ("current", "examples", "candidate")]) == [
+        {"step": 3, "kind": "candidate"}, {"step": 3, "kind": "examples"}, {"step": 3, "kind": "current"}]

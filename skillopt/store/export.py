@@ -27,13 +27,17 @@ def run_document(reader: Reader, run_id: str) -> dict[str, Any]:
         edits_by_step.setdefault(e["step"], []).append(
             {k: e[k] for k in ("op", "target", "content", "section", "rationale", "source", "support")}
             | {"fate": e["fate"], "status": e["status"], "approval": e["approval"], "gate": e["gate"]})
+    # A step whose candidate was not kept may have tried its worked examples alone (null: it did not).
+    trials = {g["step"]: {k: g[k] for k in ("decision", "current_score", "candidate_score", "p_value", "wins",
+                                            "losses", "n_evaluated", "n_items")}
+              for g in reader.gate_decisions(run_id) if g["kind"] == "examples"}
     steps = [{
         "step": s["step"], "epoch": s["epoch"], "edit_budget": s["edit_budget"],
         "train_hard": s["train_hard"], "train_soft": s["train_soft"],
         "selection_score": s["current_score"], "candidate_score": s["candidate_score"],
         "best_score": s["best_score"], "decision": s["decision"], "n_proposed": s["n_proposed"],
         "n_applied": s["n_applied"], "duration_s": s["duration_s"], "train_errors": s["train_errors"],
-        "edits": edits_by_step.get(s["step"], []),
+        "edits": edits_by_step.get(s["step"], []), "worked_examples": trials.get(s["step"]),
     } | intervals(s, STEP_INTERVALS) for s in reader.steps(run_id)]
     tests = reader.tests(run_id)
     usage = reader.usage(run_id)

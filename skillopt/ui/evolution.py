@@ -18,16 +18,18 @@ from skillopt.skill import sha
 from skillopt.ui import blame
 from skillopt.ui.labels import edit_name, edit_number
 from skillopt.ui.plotting import marked
-from skillopt.vocabulary import DROP_REASONS, FATES
+from skillopt.vocabulary import ACCEPTED, DROP_REASONS, FATES
 
 Row = Mapping[str, Any]
 
 # Stored version kinds, in the order they arise within a step.
-KIND_ORDER = {"seed": 0, "candidate": 1, "current": 2, "slow_update": 3, "epoch_end": 4}
-KIND_LABEL = {"seed": "seed", "candidate": "candidate", "current": "incumbent after step",
-              "slow_update": "slow-update candidate", "epoch_end": "after epoch end"}
+KIND_ORDER = {"seed": 0, "candidate": 1, "examples": 2, "current": 3, "slow_update": 4, "epoch_end": 5}
+KIND_LABEL = {"seed": "seed", "candidate": "candidate", "examples": "worked-examples candidate",
+              "current": "incumbent after step", "slow_update": "slow-update candidate",
+              "epoch_end": "after epoch end"}
 KIND_STYLE = {  # marker symbol and colour per version kind
-    "seed": ("square", "#636efa"), "candidate": ("circle-open", "#ab63fa"), "current": ("circle", "#00cc96"),
+    "seed": ("square", "#636efa"), "candidate": ("circle-open", "#ab63fa"),
+    "examples": ("triangle-up-open", "#19d3f3"), "current": ("circle", "#00cc96"),
     "slow_update": ("diamond-open", "#ffa15a"), "epoch_end": ("diamond", "#ef553b")}
 BEST = "best"  # the picker's key of the best skill (every other key is "<step>:<kind>")
 TABS = ("Diff two versions", "Edits of a step", "Blame of the best skill")
@@ -193,10 +195,14 @@ def edit_effect(e: Row, step: Row | None) -> str:
     return f"not attributed: {step.get('n_applied') or 0} edits judged together ({margin:+.3f} for all)"
 
 
-def score_deltas(steps: Sequence[Row], slow_updates: Sequence[Row]) -> dict[tuple[int, str], float]:
-    """(step, version kind) -> how much the change that made that incumbent moved the score."""
+def score_deltas(steps: Sequence[Row], slow_updates: Sequence[Row],
+                 gates: Sequence[Row] = ()) -> dict[tuple[int, str], float]:
+    """(step, version kind) -> how much the change that made that incumbent moved the score
+    (worked examples kept after a step's own candidate was not: their gate's)."""
     deltas = {(s["step"], "current"): s["candidate_score"] - s["current_score"] for s in steps
               if s["candidate_score"] is not None and s["current_score"] is not None}
+    deltas |= {(g["step"], "current"): g["candidate_score"] - g["current_score"] for g in gates
+               if g["kind"] == "examples" and g["decision"] in ACCEPTED}
     deltas |= {(u["step"], "epoch_end"): u["score_after"] - u["score_before"] for u in slow_updates
                if u["score_after"] is not None and u["score_before"] is not None}
     return deltas

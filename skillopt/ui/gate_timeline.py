@@ -31,6 +31,7 @@ OTHER_COLOUR = "#7f7f7f"
 # A slow update's decision -> colour: a step's, or grey for a failed optimizer call.
 SLOW_STYLE: dict[str, str] = {d: STEP_STYLE[d][1] if d in STEP_STYLE else OTHER_COLOUR for d in DECISIONS}
 SLOW_OFFSET = 0.5  # a slow update runs after its epoch's last step: drawn between that step and the next
+EXAMPLES_OFFSET = 0.25  # a worked-examples trial runs right after its step's gate: drawn just after it
 GREY_LINE = "rgba(128,128,128,.5)"
 # The browser draws every label as an SVG element (skillopt.ui.plotting): on a long run the
 # epoch labels thin out to at most this many (they overlapped beyond ~12 anyway); every epoch
@@ -53,6 +54,11 @@ def step_gates(gates: Sequence[Row]) -> dict[int, Row]:
 
 def slow_gates(gates: Sequence[Row]) -> list[Row]:
     return [g for g in gates if g["kind"] == "slow_update"]
+
+
+def examples_gates(gates: Sequence[Row]) -> list[Row]:
+    """The worked-examples trials: each gated alone after its step's candidate was not kept."""
+    return [g for g in gates if g["kind"] == "examples"]
 
 
 def hover(step_row: Row | None, g: Row | None, title: str) -> str:
@@ -126,6 +132,20 @@ def _slow_traces(slow: Sequence[Row]) -> list[go.Scatter]:
     return traces
 
 
+def _examples_traces(trials: Sequence[Row]) -> list[go.Scatter]:
+    traces = []
+    for decision in sorted({g["decision"] for g in trials}):
+        rows = [g for g in trials if g["decision"] == decision]
+        colour = SLOW_STYLE.get(decision, OTHER_COLOUR)
+        traces.append(go.Scatter(
+            x=[g["step"] + EXAMPLES_OFFSET for g in rows], y=[g["candidate_score"] for g in rows], mode="markers",
+            name=f"worked examples: {decision}",
+            marker={"symbol": "triangle-up", "color": colour, "size": 11, "line": {"width": 1, "color": "#333"}},
+            hovertext=[hover(None, g, f"worked examples of step {g['step']}, gated alone") for g in rows],
+            hoverinfo="text"))
+    return traces
+
+
 def _epoch_lines(steps: Sequence[Row]) -> dict[str, list[dict]]:
     """A dotted line before the first step of every epoch after the first, and a label on
     each (on every n-th of many epochs, at most EPOCH_LABELS)."""
@@ -142,9 +162,11 @@ def _epoch_lines(steps: Sequence[Row]) -> dict[str, list[dict]]:
 
 
 def timeline_figure(steps: Sequence[Row], gates: Sequence[Row], gate_metric: str) -> go.Figure:
-    """Each step at its candidate's score (the incumbent's when nothing was gated), each slow
-    update half a step after its epoch's last step, epochs separated by dotted lines."""
-    fig = go.Figure(_incumbent_traces(steps) + _step_traces(steps, step_gates(gates)) + _slow_traces(slow_gates(gates)))
+    """Each step at its candidate's score (the incumbent's when nothing was gated), its
+    worked-examples trial a quarter step after it, each slow update half a step after its
+    epoch's last step, epochs separated by dotted lines."""
+    fig = go.Figure(_incumbent_traces(steps) + _step_traces(steps, step_gates(gates))
+                    + _examples_traces(examples_gates(gates)) + _slow_traces(slow_gates(gates)))
     # One layout update with every epoch line: fig.add_vline re-validates the whole figure on
     # each call, which took seconds on runs with hundreds of epochs' worth of steps.
     fig.update_layout(**_epoch_lines(steps))
@@ -156,8 +178,11 @@ def timeline_figure(steps: Sequence[Row], gates: Sequence[Row], gate_metric: str
 
 def counts_caption(steps: Sequence[Row], gates: Sequence[Row], gate_mode: str) -> str:
     counts = {d: sum(s["decision"] == d for s in steps) for d in STEP_STYLE}
+    trials = examples_gates(gates)
+    tried = (f" · worked examples tried {len(trials)}, kept "
+             f"{sum(g['decision'] in ('accept', 'accept_new_best') for g in trials)}" if trials else "")
     return (f"{len(steps)} steps · " + " · ".join(f"{STEP_STYLE[d][2]}: {n}" for d, n in counts.items())
-            + f" · {len(slow_gates(gates))} gated slow update(s) · {gate_mode} gate")
+            + tried + f" · {len(slow_gates(gates))} gated slow update(s) · {gate_mode} gate")
 
 
 def _row(step: int, epoch: int | None, kind: str, decision: str, before: float | None, after: float | None,
@@ -172,11 +197,13 @@ def _row(step: int, epoch: int | None, kind: str, decision: str, before: float |
 
 
 def decisions_frame(steps: Sequence[Row], gates: Sequence[Row]) -> pd.DataFrame:
-    """One row per step and per gated slow update, each slow update right after its step."""
+    """One row per step, per worked-examples trial and per gated slow update, each after its step."""
     by_step = step_gates(gates)
     table = [_row(s["step"], s["epoch"], "step", s["decision"], s["current_score"], s["candidate_score"],
                   by_step.get(s["step"])) for s in steps]
     epoch_of = {s["step"]: s["epoch"] for s in steps}
+    table += [_row(g["step"], epoch_of.get(g["step"]), "worked examples, gated alone", g["decision"],
+                   g["current_score"], g["candidate_score"], g) for g in examples_gates(gates)]
     table += [_row(g["step"], epoch_of.get(g["step"]), "slow update after the step", g["decision"],
                    g["current_score"], g["candidate_score"], g) for g in slow_gates(gates)]
     return pd.DataFrame(table).sort_values("step", kind="stable")  # stable: a step's slow update follows it
