@@ -128,7 +128,7 @@ def edits_tab() -> None:
 def blame_tab() -> None:
     best_text = cached("best_skill", run_id) or ""
     all_steps = cached("steps", run_id) or []
-    deltas = evo.score_deltas(all_steps, cached("slow_updates", run_id) or [])
+    deltas = evo.score_deltas(all_steps, cached("slow_updates", run_id) or [], cached("gate_decisions", run_id) or [])
     applied = [e for e in cached("edits", run_id) or [] if e["status"] == "applied" and e["approval"] != "rejected"]
     lines = evo.blame_best(versions, best_step, best_text, version_text, applied, deltas)
     edited = frozenset(k for k, a in evo.approvals_by_edit(cached("approvals", run_id) or [], applied).items()
