@@ -272,11 +272,13 @@ def test_the_task_regenerates_byte_identically(tmp_path):
         assert (tmp_path / f"{split}.jsonl").read_bytes() == (TASK_DIR / f"{split}.jsonl").read_bytes()
 
 
-def test_the_task_files_have_the_hashes_the_readme_recorded():
+@pytest.mark.parametrize("name", ["waste-sorting", "parcel-lockers"])
+def test_the_task_files_have_the_hashes_the_readme_recorded(name):
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     recorded = dict((path, digest) for digest, path in
-                    re.findall(r"^    ([0-9a-f]{64})  (data/tasks/waste-sorting/\S+)$", text, re.M))
-    files = sorted(p.relative_to(ROOT).as_posix() for p in TASK_DIR.iterdir() if p.is_file())
+                    re.findall(rf"^    ([0-9a-f]{{64}})  (data/tasks/{name}/\S+)$", text, re.M))
+    folder = ROOT / "data" / "tasks" / name
+    files = sorted(p.relative_to(ROOT).as_posix() for p in folder.iterdir() if p.is_file())
     assert sorted(recorded) == files  # every file hashed, none added since
     for path in files:
         assert hashlib.sha256((ROOT / path).read_bytes()).hexdigest() == recorded[path], f"{path} changed"
@@ -313,3 +315,34 @@ def test_the_steps_cell_counts_the_worked_examples_trials(sim_bench):
     row = {**sim_bench[1], "examples_trials": {"accepted": 2, "rejected": 5, "skipped": 0, "failed": 0}}
     assert "(worked examples kept 2 of 7)" in report.learning_cells("sim-rulebook", row)
     assert "worked examples kept" not in report.learning_cells("sim-rulebook", {**row, "examples_trials": None})
+
+
+def test_the_parcel_lockers_task_is_a_held_out_family_with_its_rules_in_every_split(tmp_path):
+    from skillopt.tasks.loader import load_task, validate_task
+
+    folder = ROOT / "data" / "tasks" / "parcel-lockers"
+    assert validate_task(folder) == []
+    task = load_task(folder)
+    labels = {"standard-locker", "large-locker", "cold-locker", "counter-pickup", "id-check", "return-to-sender",
+              "hold-for-payment"}
+    rules = {"rule_lithium": "counter-pickup", "rule_overweight": "counter-pickup",
+             "rule_import_value": "hold-for-payment", "rule_pharmacy": "id-check",
+             "rule_live_animals": "return-to-sender", "rule_fresh_not_chilled": "standard-locker"}
+    sizes = {"train": 64, "selection": 32, "test": 96}
+    for split, size in sizes.items():
+        rows = [json.loads(line) for line in (folder / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()]
+        assert len(rows) == len(task.split(split)) == size
+        assert {r["action"] for r in rows} == labels, split
+        kinds = {r["kind"] for r in rows}
+        assert {k for k in kinds if k.startswith("rule_")} == set(rules), split
+        for kind, action in rules.items():  # each rule's items present, and answered by the rule
+            answers = {r["action"] for r in rows if r["kind"] == kind}
+            assert answers == {action} and sum(r["kind"] == kind for r in rows) >= size // 16, (split, kind)
+        assert any(r["kind"] == "weight_light" and re.search(r"\b20 ?(kg|kilos|kilograms)\b", r["description"])
+                   for r in rows), split  # the 20 kg threshold is tested from below in every split
+    subprocess.run([sys.executable, "-B", str(folder / "generate.py"), "--out", str(tmp_path)], check=True)
+    for split in sizes:
+        assert (tmp_path / f"{split}.jsonl").read_bytes() == (folder / f"{split}.jsonl").read_bytes()
+    seed = task.seed_skill.lower()  # the seed states no house rule
+    assert not any(word in seed for word in ("boxpoint", "20 kg", "135", "lithium", "batter", "pharmac", "chemist",
+                                             "live animal", "fresh", "flower", "declared", "import"))
