@@ -19,9 +19,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 BENCHES = ("calls", "overhead", "dashboard", "local_model", "faults", "learning", "real_model", "sweep", "checks",
-           "learning-worked-examples", "learning-examples-off")
+           "learning-worked-examples", "learning-examples-off", "learning-examples-per-trial")
 # Earlier learning runs kept beside the current defaults' (name -> what differed), each its own table.
 LEARNING_TRIALS = {
+    "learning-examples-per-trial": "Worked examples gated alone, each trial by its own sign test at α = 0.2 (the "
+                                   "version measured first; after this run a trial is judged on all trials' items "
+                                   "pooled)",
     "learning-examples-off": "Worked examples off (`worked_examples=false`, the defaults before worked examples were "
                              "gated alone and turned on)",
     "learning-worked-examples": "Worked examples bundled into every step's candidate, ranked first (the first version "

@@ -87,8 +87,9 @@ def flip_matrix(run: str) -> flips.FlipMatrix | None:
     if not data:
         return None
     decisions = {s["step"]: s["decision"] for s in cached("steps", run) or []}
-    slow = {g["step"]: g["decision"] for g in gt.slow_gates(cached("gate_decisions", run) or [])}
-    return flips.build(data, decisions, slow)
+    gates = cached("gate_decisions", run) or []
+    slow = {g["step"]: g["decision"] for g in gt.slow_gates(gates)}
+    return flips.build(data, decisions, slow, {g["step"]: g["decision"] for g in gt.examples_gates(gates)})
 
 
 def matrix() -> None:

@@ -142,7 +142,9 @@ class Plan:
         the sample, one optimizer call, the gate on the new guidance) and, independently, the
         meta skill (one optimizer call). Last, the seed, best and final skills are evaluated on the test split.
         The minibatch check scores each candidate on its step's batch first; its leave-one-out
-        tries (only when a multi-edit candidate broke an item) are not forecast.
+        tries (only when a multi-edit candidate broke an item) are not forecast. Worked
+        examples may be gated after any step (a paired gate: the candidate, and the incumbent
+        too when nothing is cached): each step is counted as if its candidate were rejected.
         """
         c, n_sel, steps = config, len(self.selection), self.total_steps
         sizes = self.batch_sizes()
@@ -157,9 +159,16 @@ class Plan:
         reflections = sum(max_reflections(n, c.minibatch_size, c.failure_only) for n in sizes)
         seed_scoring = n_sel * (2 if c.gate_seed_against_no_skill else 1)  # the seed, and no skill to beat
         checked = self.num_epochs * sum(sizes) if c.minibatch_check else 0
-        target = {"gate": seed_scoring + steps * per_gate + checked, "rollout": self.num_epochs * (sum(sizes) + speculated),
+        target = {"gate": seed_scoring + steps * per_gate + checked, "examples": steps * examples_gate_calls(c, n_sel), "rollout": self.num_epochs * (sum(sizes) + speculated),
                   "slow_update": slow_epochs * slow_target, "test": len(TEST_SKILLS) * len(self.test)}
         optimizer = {"reflect": self.num_epochs * reflections, "merge": steps if c.merge_mode == "llm" else 0,
                      "lr": steps if c.lr_scheduler == "autonomous" else 0, "slow_update": slow_epochs,
                      "meta": self.num_epochs - 1 if c.use_meta_skill else 0}
         return CallForecast(target, optimizer)
+
+
+def examples_gate_calls(c: RunConfig, n_sel: int) -> int:
+    """The most target calls one worked-examples trial makes (0 when trials never run)."""
+    if not (c.worked_examples and c.use_gate and not c.approval_mode):
+        return 0
+    return n_sel * (1 if c.use_cache else 2)

@@ -252,7 +252,7 @@ class Trainer:
             return None, state
         edit, items, text = found
         self.enter(step, "gate", f"worked examples of {len(items)} train failures, gated alone")
-        result = self.examples_gate.run(step, state.skill, text, dict(state.current_values), "gate")
+        result = self.examples_gate.run(step, state.skill, text, dict(state.current_values), "examples")
         judged, record = examples.pooled(result.decision, state.examples_record, c.worked_examples_alpha)
         decision, state = self.settle(step, replace(state, examples_record=record), text,
                                       replace(result, decision=judged))

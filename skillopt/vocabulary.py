@@ -19,10 +19,10 @@ STAGES: tuple[Stage, ...] = ("rollout", "reflect", "aggregate", "select", "appro
 # Why a model was called (the llm_calls.stage column): the loop stages that call models,
 # plus the optimizer's helper calls (merge, rank, lr = the autonomous edit budget), the
 # judge, and the dashboard's connectivity check.
-CallStage = Literal["rollout", "reflect", "merge", "rank", "lr", "gate", "slow_update", "meta", "test", "judge",
-                    "preflight"]
-CALL_STAGES: tuple[CallStage, ...] = ("rollout", "reflect", "merge", "rank", "lr", "gate", "slow_update", "meta",
-                                      "test", "judge", "preflight")
+CallStage = Literal["rollout", "reflect", "merge", "rank", "lr", "gate", "examples", "slow_update", "meta", "test",
+                    "judge", "preflight"]
+CALL_STAGES: tuple[CallStage, ...] = ("rollout", "reflect", "merge", "rank", "lr", "gate", "examples", "slow_update",
+                                      "meta", "test", "judge", "preflight")
 
 # The three models of a run.
 Role = Literal["target", "optimizer", "judge"]
@@ -83,10 +83,12 @@ TestSkill = Literal["seed", "best", "final", "none"]
 TEST_SKILLS: tuple[TestSkill, ...] = ("seed", "best", "final", "none")
 
 # Why a set of rollouts was run (the rollouts.purpose column): a step's train batch, the
-# incumbent and the candidate of each gating stage (a step's gate, the slow update's gate),
+# incumbent and the candidate of each gating stage (a step's gate, a worked-examples trial's
+# gate, the slow update's gate),
 # the slow update's comparison of the epoch's start and end skills, the final tests, and the
 # minibatch check's candidate and leave-one-out variants on the step's train items.
-Purpose = Literal["train", "gate_current", "gate_candidate", "slow_update_current", "slow_update_candidate",
+Purpose = Literal["train", "gate_current", "gate_candidate", "examples_current", "examples_candidate",
+                  "slow_update_current", "slow_update_candidate",
                   "slow_prev", "slow_cur", "test_seed", "test_best", "test_final", "test_none",
                   "baseline", "check", "check_leave_one_out"]
 

@@ -255,7 +255,7 @@ class Store(BufferedCaches):
             c.execute("INSERT OR REPLACE INTO steps VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                       (e.run_id, e.step, e.epoch, e.edit_budget, e.scheduled_budget, e.train_hard, e.train_soft,
                        g.current_score if g else s.current_score, g.candidate_score if g else None,
-                       s.best_score, e.decision, len(e.outcomes),
+                       s.best_score, e.decision, len(e.outcomes) + (e.examples is not None),  # every edits row
                        sum(o.fate == "selected" for o in e.outcomes),
                        # applied to the candidate: an edit a person rejected applied only to be shown
                        sum(o.status == "applied" and o.approval != "rejected" for o in e.outcomes),

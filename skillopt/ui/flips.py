@@ -36,10 +36,12 @@ def _accepted(decision: str | None) -> bool:
 
 
 def build(rows: Iterable[tuple[int, str, str, float]], decisions: Mapping[int, str],
-          slow_decisions: Mapping[int, str] | None = None) -> FlipMatrix:
+          slow_decisions: Mapping[int, str] | None = None,
+          examples_decisions: Mapping[int, str] | None = None) -> FlipMatrix:
     """`rows`: (step, purpose, item_id, hard) of selection rollouts; `decisions`: step -> step-gate
-    decision; `slow_decisions`: step -> decision of the slow update gated after that step."""
-    slow_decisions = slow_decisions or {}
+    decision; `slow_decisions`: step -> decision of the slow update gated after that step;
+    `examples_decisions`: step -> decision of the worked-examples trial gated after it."""
+    slow_decisions, examples_decisions = slow_decisions or {}, examples_decisions or {}
     by_step: dict[int, dict[str, dict[str, float]]] = {}
     items: set[str] = set()
     for step, purpose, item_id, hard in rows:
@@ -60,6 +62,8 @@ def build(rows: Iterable[tuple[int, str, str, float]], decisions: Mapping[int, s
         cand_cols.append(candidate)
         if _accepted(decisions.get(step)):
             incumbent = {**incumbent, **candidate}
+        if _accepted(examples_decisions.get(step)):  # worked examples kept after the step's candidate
+            incumbent = {**incumbent, **measured.get("examples_candidate", {})}
         if _accepted(slow_decisions.get(step)):
             incumbent = {**incumbent, **measured.get("slow_update_candidate", {})}
         inc_cols.append(incumbent)

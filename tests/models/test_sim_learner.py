@@ -175,11 +175,23 @@ def test_a_short_run_learns_without_the_oracle(tmp_path):
 
 def test_a_run_with_noise_one_proposes_no_true_rule_and_learns_nothing(tmp_path):
     db = tmp_path / "runs.db"
-    run_id = run_sim(db, "optimizer_model=sim/learner?noise=1", "num_epochs=2")
+    run_id = run_sim(db, "optimizer_model=sim/learner?noise=1", "num_epochs=2", "worked_examples=false")
     reader = Reader(db)
     contents = [e["content"] for e in reader.edits(run_id) if e["content"]]
     assert contents and not [c for c in contents if classify(c).startswith("rule:")]
     assert reader.tests(run_id)["best"]["score"] <= reader.tests(run_id)["seed"]["score"] + 0.05
+
+
+def test_with_an_optimizer_that_proposes_nothing_true_worked_examples_still_teach_the_target(tmp_path):
+    """Every optimizer candidate is rejected, so each step tries its worked examples; the
+    trials' pooled wins let them in, and the skill holds no rule but the examples."""
+    db = tmp_path / "runs.db"
+    run_id = run_sim(db, "optimizer_model=sim/learner?noise=1", "num_epochs=2")
+    reader = Reader(db)
+    tests = reader.tests(run_id)
+    kept = [g for g in reader.gate_decisions(run_id) if g["kind"] == "examples" and g["decision"].startswith("accept")]
+    assert kept and all(s["decision"] in ("reject", "skip") for s in reader.steps(run_id))
+    assert tests["best"]["score"] >= tests["seed"]["score"] + 0.15
 
 
 def test_every_structured_call_gets_a_usable_reply(tmp_path):
