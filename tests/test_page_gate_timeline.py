@@ -68,7 +68,8 @@ def test_one_point_per_step_with_its_decision(sim_db_env, monkeypatch):
     hovers = [h for t in step_traces for h in t["hovertext"] if h.startswith(f"<b>step {gated['step']} ")]
     assert f"margin {gated['margin']:+.3f}" in hovers[0] and f"flipped {len(json.loads(gated['flipped_json']))}" in hovers[0]
     table = at.dataframe[0].value
-    assert len(table) == len(steps) + len(slow)
+    trials = [g for g in gates if g["kind"] == "examples"]
+    assert len(table) == len(steps) + len(slow) + len(trials)
     assert list(table[table["kind"] == "step"]["decision"]) == [s["decision"] for s in steps]
 
 
@@ -203,10 +204,11 @@ def test_decisions_frame_puts_a_slow_update_after_its_step(sim_run):
         r.close()
     frame = gt.decisions_frame(steps, gates)
     slow = gt.slow_gates(gates)
-    assert slow and len(frame) == len(steps) + len(slow)
-    for g in slow:
-        at = list(frame["step"]).index(g["step"])
-        assert frame.iloc[at]["kind"] == "step" and frame.iloc[at + 1]["kind"] == "slow update after the step"
+    assert slow and len(frame) == len(steps) + len(slow) + len(gt.examples_gates(gates))
+    for g in slow:  # the step, its worked-examples trial if one ran, then the slow update
+        kinds = list(frame[frame["step"] == g["step"]]["kind"])
+        assert kinds in (["step", "slow update after the step"],
+                         ["step", "worked examples, gated alone", "slow update after the step"])
 
 
 def test_a_long_run_keeps_every_epoch_line_and_decision_with_fewer_labels_and_markers():
