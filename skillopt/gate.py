@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+from fractions import Fraction
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
@@ -117,6 +118,30 @@ def _rule(diffs: Sequence[Diff], n: int, min_delta: float, alpha: float) -> tupl
     return (n > 0 and gain >= max(min_delta, EPS) and p <= alpha), gain, p, wins, losses
 
 
+FILLS = (0.0, 1.0)  # an unseen item's worst and best candidate value
+Tally = tuple[Fraction, int, int]  # (exact sum of differences, wins, losses) of some items
+_ZERO: Tally = (Fraction(0), 0, 0)
+
+
+def _tally(d: float, tol: float) -> Tally:
+    return Fraction(d), int(d > tol), int(d < -tol)
+
+
+def _plus(a: Tally, b: Tally) -> Tally:
+    return a[0] + b[0], a[1] + b[1], a[2] + b[2]
+
+
+def _minus(a: Tally, b: Tally) -> Tally:
+    return a[0] - b[0], a[1] - b[1], a[2] - b[2]
+
+
+def _total(tallies: Iterable[Tally]) -> Tally:
+    total = _ZERO
+    for t in tallies:
+        total = _plus(total, t)
+    return total
+
+
 class PairedGate:
     """Sequential paired gate over a fixed item list. Immutable: observe() returns a new gate.
 
@@ -126,8 +151,9 @@ class PairedGate:
     monotonically with each item's difference (a larger sum; a win instead of a tie
     or a loss lowers p), so if the all-best completion of the unseen items rejects,
     every completion rejects (early reject), and if the all-worst one accepts, every
-    completion accepts (early accept). Sums use math.fsum (exactly rounded), so the
-    bound and the full evaluation can never disagree through float summation order.
+    completion accepts (early accept). Sums are exact (math.fsum on a full list, running
+    Fraction tallies for the bounds, both rounded once to a float), so the bound and the full
+    evaluation can never disagree through float summation order.
 
     `variances` (sampled scores): each incumbent item mean's variance. An item is won or
     lost only beyond tolerance(var_incumbent + var_candidate); an unseen item's bound uses
@@ -135,11 +161,10 @@ class PairedGate:
     (a real candidate value is no further out and its tie zone no narrower).
     """
 
-    __slots__ = ("_incumbent", "_items", "_min_delta", "_alpha", "_seen", "_variances", "_tols")
+    __slots__ = ("_incumbent", "_items", "_min_delta", "_alpha", "_seen", "_variances", "_tols", "_fills", "_agg")
 
     def __init__(self, incumbent: Mapping[str, float], items: Sequence[str],
-                 min_delta: float = 0.0, alpha: float = 0.5, _seen: Mapping[str, float] | None = None, *,
-                 variances: Mapping[str, float] | None = None, _tols: Mapping[str, float] | None = None):
+                 min_delta: float = 0.0, alpha: float = 0.5, *, variances: Mapping[str, float] | None = None):
         items = tuple(items)
         missing = [i for i in items if i not in incumbent]
         if missing:
@@ -150,36 +175,50 @@ class PairedGate:
         self._items = items
         self._min_delta = float(min_delta)
         self._alpha = float(alpha)
-        self._seen: dict[str, float] = dict(_seen or {})
+        self._seen: dict[str, float] = {}
         self._variances = dict(variances or {})
-        self._tols: dict[str, float] = dict(_tols or {})  # per seen item, when not EPS
+        self._tols: dict[str, float] = {}  # per seen item, when not EPS
+        # Each item's tally as if the candidate scored 1 (the best completion) or 0 (the
+        # worst), with the unseen item's tie tolerance: `done` asks both bounds after every
+        # item, so the unseen items' tallies are kept as running totals, not summed again.
+        self._fills = {fill: {i: _tally(fill - v, tolerance(self._variances.get(i, 0.0), EPS))
+                              for i, v in self._incumbent.items()} for fill in FILLS}
+        self._agg = {"seen": _ZERO, **{fill: _total(self._fills[fill].values()) for fill in FILLS}}
 
-    def _copy(self, items: Sequence[str], seen: Mapping[str, float], tols: Mapping[str, float]) -> "PairedGate":
-        return PairedGate(self._incumbent, items, self._min_delta, self._alpha, seen, variances=self._variances,
-                          _tols=tols)
+    def _copy(self, items: tuple[str, ...], seen: dict[str, float], tols: dict[str, float],
+              agg: dict) -> "PairedGate":
+        new = object.__new__(PairedGate)
+        new._incumbent, new._items, new._min_delta, new._alpha = self._incumbent, items, self._min_delta, self._alpha
+        new._seen, new._variances, new._tols, new._fills, new._agg = seen, self._variances, tols, self._fills, agg
+        return new
 
     # -- observing
     def observe(self, item_id: str, candidate_value: float, variance: float = 0.0) -> "PairedGate":
         """`variance`: that of the candidate's item mean (sampled scores; 0 for one sample)."""
-        if item_id not in self._incumbent:
+        if item_id not in self._items:
             raise ValueError(f"item {item_id!r} is not in this gate")
         if item_id in self._seen:
             raise ValueError(f"item {item_id!r} was already observed")
-        seen = dict(self._seen)
-        seen[item_id] = float(candidate_value)
+        value = float(candidate_value)
+        seen = {**self._seen, item_id: value}
         tols = self._tols
         noise = self._variances.get(item_id, 0.0) + variance
         if noise > 0:
             tols = {**tols, item_id: tolerance(noise, EPS)}
-        return self._copy(self._items, seen, tols)
+        agg = {"seen": _plus(self._agg["seen"], _tally(value - self._incumbent[item_id], tols.get(item_id, EPS))),
+               **{fill: _minus(self._agg[fill], self._fills[fill][item_id]) for fill in FILLS}}
+        return self._copy(self._items, seen, tols, agg)
 
     def drop(self, item_id: str) -> "PairedGate":
         """The gate without `item_id`: the candidate could not be scored on it (a model
         error), and the two skills are compared only on items both were scored on."""
         if item_id in self._seen:
             raise ValueError(f"item {item_id!r} was already observed")
+        if item_id not in self._items:
+            return self
         items = tuple(i for i in self._items if i != item_id)
-        return self._copy(items, self._seen, self._tols)
+        agg = {"seen": self._agg["seen"], **{fill: _minus(self._agg[fill], self._fills[fill][item_id]) for fill in FILLS}}
+        return self._copy(items, self._seen, self._tols, agg)
 
     @property
     def items(self) -> tuple[str, ...]:
@@ -194,20 +233,17 @@ class PairedGate:
         return len(self._seen)
 
     # -- bounds
-    def _diffs(self, fill: float | None) -> list[Diff]:
-        """Seen differences plus unseen ones as if the candidate scored `fill` (None: skip),
-        each with its tie tolerance."""
-        out = []
-        for i in self._items:
-            value = self._seen.get(i)
-            if value is not None:
-                out.append((value - self._incumbent[i], self._tols.get(i, EPS)))
-            elif fill is not None:
-                out.append((fill - self._incumbent[i], tolerance(self._variances.get(i, 0.0), EPS)))
-        return out
+    def _observed(self) -> list[Diff]:
+        """The seen items' differences, each with its tie tolerance, in item order."""
+        return [(self._seen[i] - self._incumbent[i], self._tols.get(i, EPS)) for i in self._items if i in self._seen]
 
     def _verdict(self, fill: float) -> bool:
-        return _rule(self._diffs(fill), len(self._items), self._min_delta, self._alpha)[0]
+        """The rule with every unseen item scored `fill` (0 or 1), from the running tallies.
+        float() of the exact sum is what math.fsum gives on the same differences, so this
+        agrees with _rule on the full list to the last bit."""
+        n = len(self._items)
+        total, wins, losses = _plus(self._agg["seen"], self._agg[fill])
+        return n > 0 and float(total) / n >= max(self._min_delta, EPS) and sign_test_p(wins, losses) <= self._alpha
 
     @property
     def done(self) -> bool:
@@ -226,7 +262,7 @@ class PairedGate:
         seen_ids = [i for i in self._items if i in self._seen]
         current = math.fsum(self._incumbent[i] for i in seen_ids) / k if k else 0.0
         candidate = math.fsum(self._seen[i] for i in seen_ids) / k if k else 0.0
-        observed = self._diffs(None)
+        observed = self._observed()
         wins = sum(1 for d, tol in observed if d > tol)
         losses = sum(1 for d, tol in observed if d < -tol)
         p = sign_test_p(wins, losses)
