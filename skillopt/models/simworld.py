@@ -129,11 +129,11 @@ class RuleState:
 def skill_states(skill: str) -> dict[str, RuleState]:
     """Rule id -> how the skill treats that rule (robust keyword match per line)."""
     lines = skill.split("\n")
+    words_of = [set(tokens(line)) for line in lines]  # once per line, not once per line and rule
     out = {}
     for rule in RULES:
         stated, wrong, nums = False, [], []
-        for n, line in enumerate(lines, 1):
-            words = set(tokens(line))
+        for n, (line, words) in enumerate(zip(lines, words_of), 1):
             if not all(words & group for group in rule.trigger):
                 continue
             nums.append(n)
