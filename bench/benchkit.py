@@ -39,7 +39,8 @@ def stamp(argv: list[str] | None = None) -> dict:
     except ValueError:
         shown = script.name
     return {"commit": _git("rev-parse", "HEAD") or "unknown",
-            "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+            # bench/results/ left out: a bench that saves after each task has written there itself
+            "dirty": bool(_git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/results")),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "command": " ".join(["python", shown, *argv[1:]])}
 
