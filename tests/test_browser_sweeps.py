@@ -53,9 +53,11 @@ def shot_path(name: str):
     return ARTIFACTS / f"sweeps-{name}.png"
 
 
-def done_cells(page) -> int:
-    """How many cells of the first heatmap show a finished trial ("1/1 done")."""
-    return page.get_by_test_id("stPlotlyChart").first.inner_text().count("1/1 done")
+def done_cells(page, cells: int = 4) -> int | None:
+    """How many cells of the first heatmap show a finished trial ("1/1 done"); None while the
+    refresh redraws the chart (not every cell's "k/1 done" label is drawn yet)."""
+    text = page.get_by_test_id("stPlotlyChart").first.inner_text()
+    return text.count("1/1 done") if text.count("/1 done") == cells else None
 
 
 def test_launch_a_sweep_watch_the_heatmap_fill_and_open_a_trial(dashboard, page):
@@ -85,6 +87,9 @@ def test_launch_a_sweep_watch_the_heatmap_fill_and_open_a_trial(dashboard, page)
         try:
             n = done_cells(page)
         except Exception:  # the chart is being redrawn by the refresh
+            continue
+        if n is None:  # half drawn: read it again
+            time.sleep(0.05)
             continue
         if n not in seen:
             seen.append(n)
