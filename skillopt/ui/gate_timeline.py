@@ -7,7 +7,7 @@ frames and caption text; the page only reads, calls and lays them out.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -119,31 +119,30 @@ def _step_traces(steps: Sequence[Row], by_step: Mapping[int, Row]) -> list[go.Sc
     return traces
 
 
-def _slow_traces(slow: Sequence[Row]) -> list[go.Scatter]:
+def _gate_traces(gates: Sequence[Row], name: str, offset: float, symbol: str, size: int,
+                 title: Callable[[Row], str]) -> list[go.Scatter]:
+    """A gate that runs after its step (a slow update, a worked-examples trial): one trace per
+    decision, `offset` after the step, coloured as a step's decision is."""
     traces = []
-    for decision in sorted({g["decision"] for g in slow}):
-        rows = [g for g in slow if g["decision"] == decision]
+    for decision in sorted({g["decision"] for g in gates}):
+        rows = [g for g in gates if g["decision"] == decision]
         colour = SLOW_STYLE.get(decision, OTHER_COLOUR)
         traces.append(go.Scatter(
-            x=[g["step"] + SLOW_OFFSET for g in rows], y=[g["candidate_score"] for g in rows], mode="markers",
-            name=f"slow update: {decision}",
-            marker={"symbol": "diamond", "color": colour, "size": 12, "line": {"width": 1, "color": "#333"}},
-            hovertext=[hover(None, g, f"slow update after step {g['step']}") for g in rows], hoverinfo="text"))
+            x=[g["step"] + offset for g in rows], y=[g["candidate_score"] for g in rows], mode="markers",
+            name=f"{name}: {decision}",
+            marker={"symbol": symbol, "color": colour, "size": size, "line": {"width": 1, "color": "#333"}},
+            hovertext=[hover(None, g, title(g)) for g in rows], hoverinfo="text"))
     return traces
+
+
+def _slow_traces(slow: Sequence[Row]) -> list[go.Scatter]:
+    return _gate_traces(slow, "slow update", SLOW_OFFSET, "diamond", 12,
+                        lambda g: f"slow update after step {g['step']}")
 
 
 def _examples_traces(trials: Sequence[Row]) -> list[go.Scatter]:
-    traces = []
-    for decision in sorted({g["decision"] for g in trials}):
-        rows = [g for g in trials if g["decision"] == decision]
-        colour = SLOW_STYLE.get(decision, OTHER_COLOUR)
-        traces.append(go.Scatter(
-            x=[g["step"] + EXAMPLES_OFFSET for g in rows], y=[g["candidate_score"] for g in rows], mode="markers",
-            name=f"worked examples: {decision}",
-            marker={"symbol": "triangle-up", "color": colour, "size": 11, "line": {"width": 1, "color": "#333"}},
-            hovertext=[hover(None, g, f"worked examples of step {g['step']}, gated alone") for g in rows],
-            hoverinfo="text"))
-    return traces
+    return _gate_traces(trials, "worked examples", EXAMPLES_OFFSET, "triangle-up", 11,
+                        lambda g: f"worked examples of step {g['step']}, gated alone")
 
 
 def _epoch_lines(steps: Sequence[Row]) -> dict[str, list[dict]]:
