@@ -53,11 +53,11 @@ class RunConfig:
     # A step whose candidate the gate did not keep tries a few of its failures as "task ->
     # right answer" lines of the skill's "Worked examples" section (examples.py), gated alone.
     # Not in approval mode, where a person judges every edit the step proposes.
-    worked_examples: bool = True  # the one mechanism that lifted the embedded model on a held-out task
+    worked_examples: bool = True  # on: it runs only after a rejected step, so it never sinks a good edit
     # The examples are the engine's extra try on every rejected step, and at the gate's own
     # 0.5 a change with no effect passes about every other try; so a trial is kept only when
     # the items won and lost by all the run's trials, pooled, pass a sign test at this level.
-    worked_examples_alpha: float = 0.2  # a no-effect change passes at most 1 in 5; 0.05 needs ~2x the trials
+    worked_examples_alpha: float = 0.2  # a no-effect change passes at most about 1 time in 5
     # --- gate ---
     use_gate: bool = True  # without the gate every candidate is accepted (ablation only)
     # "strict" is the published rule (the candidate's mean must beat the incumbent's).

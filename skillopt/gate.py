@@ -217,7 +217,8 @@ class PairedGate:
         if item_id not in self._items:
             return self
         items = tuple(i for i in self._items if i != item_id)
-        agg = {"seen": self._agg["seen"], **{fill: _minus(self._agg[fill], self._fills[fill][item_id]) for fill in FILLS}}
+        agg = {"seen": self._agg["seen"],
+               **{fill: _minus(self._agg[fill], self._fills[fill][item_id]) for fill in FILLS}}
         return self._copy(items, self._seen, self._tols, agg)
 
     @property

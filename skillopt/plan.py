@@ -159,8 +159,9 @@ class Plan:
         reflections = sum(max_reflections(n, c.minibatch_size, c.failure_only) for n in sizes)
         seed_scoring = n_sel * (2 if c.gate_seed_against_no_skill else 1)  # the seed, and no skill to beat
         checked = self.num_epochs * sum(sizes) if c.minibatch_check else 0
-        target = {"gate": seed_scoring + steps * per_gate + checked, "examples": steps * examples_gate_calls(c, n_sel), "rollout": self.num_epochs * (sum(sizes) + speculated),
-                  "slow_update": slow_epochs * slow_target, "test": len(TEST_SKILLS) * len(self.test)}
+        target = {"gate": seed_scoring + steps * per_gate + checked, "examples": steps * examples_gate_calls(c, n_sel),
+                  "rollout": self.num_epochs * (sum(sizes) + speculated), "slow_update": slow_epochs * slow_target,
+                  "test": len(TEST_SKILLS) * len(self.test)}
         optimizer = {"reflect": self.num_epochs * reflections, "merge": steps if c.merge_mode == "llm" else 0,
                      "lr": steps if c.lr_scheduler == "autonomous" else 0, "slow_update": slow_epochs,
                      "meta": self.num_epochs - 1 if c.use_meta_skill else 0}
