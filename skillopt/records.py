@@ -41,12 +41,16 @@ class Update:
         return self.patch.text if self.patch.applied and self.patch.text != skill else None
 
 
+def gate_outcome(decision: Decision) -> GateOutcome:
+    """What a gate decision means for each edit it judged."""
+    return {"skip": "skipped", "reject": "rejected"}.get(decision, "accepted")  # type: ignore[return-value]
+
+
 def edit_outcomes(selection: transforms.Selection, update: Update, decision: Decision,
                   minibatches: Sequence[MinibatchResult] = ()) -> tuple[ev.EditOutcome, ...]:
     """Each proposed edit's whole life: pipeline fate, patch status, approval, gate outcome
     and why; then each edit the reflection dropped before the pipeline, with its reason."""
-    outcome: GateOutcome = {"skip": "skipped", "reject": "rejected"}.get(  # type: ignore[assignment]
-        decision, "accepted")
+    outcome = gate_outcome(decision)
     kept = [_outcome(cand, update, outcome) for cand in selection.candidates]
     dropped = [ev.EditOutcome(edit=d.edit, minibatches=(m.index,), fate="dropped", note=f"{d.reason}: {d.detail}")
                for m in minibatches for d in m.dropped]

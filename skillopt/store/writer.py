@@ -24,6 +24,7 @@ import sqlite_utils
 from .. import events as ev
 from ..errors import UserError
 from ..process import this_process
+from ..records import gate_outcome
 from .intervals import ci, interval_of_test, sample_columns, train_interval
 from .pending import BufferedCaches
 from .schema import migrations
@@ -285,7 +286,7 @@ class Store(BufferedCaches):
 
     def _examples(self, c: sqlite3.Connection, e: ev.StepCompleted, index: int) -> None:
         """The step's worked-examples trial: its edit (after the step's others), candidate and gate."""
-        x, outcome = e.examples, {"skip": "skipped", "reject": "rejected"}.get(e.examples.decision, "accepted")
+        x, outcome = e.examples, gate_outcome(e.examples.decision)
         note = (f"worked examples of train items {', '.join(x.items)}, gated alone after the step's "
                 f"candidate was {'skipped' if e.decision == 'skip' else 'rejected'}")
         c.execute("INSERT INTO edits VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
