@@ -19,7 +19,9 @@ step, so at the gate's level (any net win) luck alone would let some in: that qu
 judged on the items won and lost by all the run's trials so far, pooled (`pooled`), by a
 one-sided sign test at `worked_examples_alpha`. A real effect gains evidence with every
 trial, even where one trial's few items on a small selection split cannot show it; a change
-with no effect gains none.
+with no effect gains none. The trial's gate holds that record as its prior (gate.Prior), so it
+evaluates until the pooled test is decided too: alone it would stop at its own decision, which
+against an incumbent that fails every item comes after the first win and adds 1-0 to the record.
 """
 from __future__ import annotations
 
@@ -88,7 +90,8 @@ def for_step(skill: str, trajectories: Sequence[Trajectory], seed: int,
 def pooled(d: GateDecision, record: tuple[int, int], alpha: float) -> tuple[GateDecision, tuple[int, int]]:
     """A trial's decision given every trial's items won and lost so far (`record`, before this
     one), and the record after it: kept only if the trial's own gate accepts it and the pooled
-    record passes the sign test at `alpha`."""
+    record passes the sign test at `alpha` (a gate given the record as its prior has applied
+    this rule already; this states it in the reason and holds for any gate)."""
     wins, losses = record[0] + d.wins, record[1] + d.losses
     p = sign_test_p(wins, losses)
     verdict = f"all trials so far: {wins} items won, {losses} lost, sign test p = {p:.3f}"

@@ -109,13 +109,28 @@ def order_items(item_ids: Iterable[str], seed: int) -> tuple[str, ...]:
 Diff = tuple[float, float]  # (candidate - incumbent, the tolerance within which it is a tie)
 
 
-def _rule(diffs: Sequence[Diff], n: int, min_delta: float, alpha: float) -> tuple[bool, float, float, int, int]:
+@dataclass(frozen=True)
+class Prior:
+    """Items won and lost by earlier comparisons of the same kind of change, and the level their
+    pooled sign test must pass with this comparison's added: a gate with a prior accepts only
+    if the pooled test passes too (worked examples: examples.py)."""
+    wins: int
+    losses: int
+    alpha: float
+
+    def passes(self, wins: int, losses: int) -> bool:
+        return sign_test_p(self.wins + wins, self.losses + losses) <= self.alpha
+
+
+def _rule(diffs: Sequence[Diff], n: int, min_delta: float, alpha: float,
+          prior: Prior | None = None) -> tuple[bool, float, float, int, int]:
     """(accept, mean gain, p, wins, losses) for the full set of `n` per-item differences."""
     wins = sum(1 for d, tol in diffs if d > tol)
     losses = sum(1 for d, tol in diffs if d < -tol)
     gain = math.fsum(d for d, _ in diffs) / n if n else 0.0
     p = sign_test_p(wins, losses)
-    return (n > 0 and gain >= max(min_delta, EPS) and p <= alpha), gain, p, wins, losses
+    accept = n > 0 and gain >= max(min_delta, EPS) and p <= alpha and (prior is None or prior.passes(wins, losses))
+    return accept, gain, p, wins, losses
 
 
 FILLS = (0.0, 1.0)  # an unseen item's worst and best candidate value
@@ -159,12 +174,18 @@ class PairedGate:
     lost only beyond tolerance(var_incumbent + var_candidate); an unseen item's bound uses
     the incumbent's part alone, the smallest tolerance it can get, so the bounds stay exact
     (a real candidate value is no further out and its tie zone no narrower).
+
+    `prior`: the rule also needs the pooled sign test of earlier comparisons' wins and losses
+    plus this one's to pass at the prior's level. That part is monotone in the same way, so the
+    gate goes on evaluating until the pooled test is decided too, not only this comparison's.
     """
 
-    __slots__ = ("_incumbent", "_items", "_min_delta", "_alpha", "_seen", "_variances", "_tols", "_fills", "_agg")
+    __slots__ = ("_incumbent", "_items", "_min_delta", "_alpha", "_seen", "_variances", "_tols", "_fills", "_agg",
+                 "_prior")
 
     def __init__(self, incumbent: Mapping[str, float], items: Sequence[str],
-                 min_delta: float = 0.0, alpha: float = 0.5, *, variances: Mapping[str, float] | None = None):
+                 min_delta: float = 0.0, alpha: float = 0.5, *, variances: Mapping[str, float] | None = None,
+                 prior: Prior | None = None):
         items = tuple(items)
         missing = [i for i in items if i not in incumbent]
         if missing:
@@ -175,6 +196,7 @@ class PairedGate:
         self._items = items
         self._min_delta = float(min_delta)
         self._alpha = float(alpha)
+        self._prior = prior
         self._seen: dict[str, float] = {}
         self._variances = dict(variances or {})
         self._tols: dict[str, float] = {}  # per seen item, when not EPS
@@ -190,6 +212,7 @@ class PairedGate:
         new = object.__new__(PairedGate)
         new._incumbent, new._items, new._min_delta, new._alpha = self._incumbent, items, self._min_delta, self._alpha
         new._seen, new._variances, new._tols, new._fills, new._agg = seen, self._variances, tols, self._fills, agg
+        new._prior = self._prior
         return new
 
     # -- observing
@@ -244,7 +267,8 @@ class PairedGate:
         agrees with _rule on the full list to the last bit."""
         n = len(self._items)
         total, wins, losses = _plus(self._agg["seen"], self._agg[fill])
-        return n > 0 and float(total) / n >= max(self._min_delta, EPS) and sign_test_p(wins, losses) <= self._alpha
+        return (n > 0 and float(total) / n >= max(self._min_delta, EPS) and sign_test_p(wins, losses) <= self._alpha
+                and (self._prior is None or self._prior.passes(wins, losses)))
 
     @property
     def done(self) -> bool:
@@ -274,7 +298,7 @@ class PairedGate:
         elif not self.done:
             accept, reason = False, f"incomplete: {k} of {n} items evaluated, outcome still open"
         elif k == n:
-            accept, gain, p, wins, losses = _rule(observed, n, self._min_delta, self._alpha)
+            accept, gain, p, wins, losses = _rule(observed, n, self._min_delta, self._alpha, self._prior)
             verdict = "accept" if accept else "reject"
             reason = (f"{verdict}: mean gain {gain:+.4f} (need >= {need:.4g}), "
                       f"sign test p={p:.4f} (need <= {self._alpha:.4g}), {wins} wins / {losses} losses")
@@ -282,8 +306,11 @@ class PairedGate:
             accept, reason = True, (f"early accept after {k} of {n} items: wins even if every "
                                     f"remaining item is lost ({wins} wins / {losses} losses so far)")
         else:
+            pooled = (f" and the pooled test of {self._prior.wins} earlier wins / {self._prior.losses} losses "
+                      f"p <= {self._prior.alpha:.4g}") if self._prior else ""
             accept, reason = False, (f"early reject after {k} of {n} items: cannot reach mean gain "
-                                     f">= {need:.4g} with p <= {self._alpha:.4g} even if every remaining item is won")
+                                     f">= {need:.4g} with p <= {self._alpha:.4g}{pooled} even if every remaining "
+                                     f"item is won")
         return GateDecision(accept=accept, current_score=current, candidate_score=candidate,
                             margin=candidate - current, p_value=p, n_items=n, n_evaluated=k, wins=wins,
                             losses=losses, early_stop=early, reason=reason)
@@ -291,10 +318,10 @@ class PairedGate:
 
 def paired(incumbent: Mapping[str, float], candidate: Mapping[str, float], items: Sequence[str],
            min_delta: float = 0.0, alpha: float = 0.5, *, incumbent_var: Mapping[str, float] | None = None,
-           candidate_var: Mapping[str, float] | None = None) -> GateDecision:
+           candidate_var: Mapping[str, float] | None = None, prior: Prior | None = None) -> GateDecision:
     """The paired rule evaluated on every item (no early stop): the sequential gate's reference.
     The variances (sampled scores) are those of each item's mean; none: one sample per item."""
-    gate = PairedGate(incumbent, items, min_delta, alpha, variances=incumbent_var)
+    gate = PairedGate(incumbent, items, min_delta, alpha, variances=incumbent_var, prior=prior)
     for i in gate.items:
         gate = gate.observe(i, candidate[i], (candidate_var or {}).get(i, 0.0))
     return gate.decision()

@@ -130,10 +130,11 @@ class Validator:
         return self.with_intervals(d, inc_var, cand_var, common)
 
     def run(self, step: int, current: str, candidate: str, incumbent: Mapping[str, float],
-            stage: str) -> GateResult:
-        """Gate `candidate` against `current`, whose known per-item values are `incumbent`."""
+            stage: str, prior: gate.Prior | None = None) -> GateResult:
+        """Gate `candidate` against `current`, whose known per-item values are `incumbent`;
+        `prior` (paired gate only): earlier comparisons' record that must pass pooled with this one."""
         if self.config.gate_mode == "paired" and self.config.use_gate:
-            return self.paired(step, current, candidate, stage)
+            return self.paired(step, current, candidate, stage, prior)
         return self.strict(step, current, candidate, incumbent, stage)
 
     def strict(self, step: int, current: str, candidate: str, incumbent: Mapping[str, float],
@@ -164,7 +165,8 @@ class Validator:
         return GateResult(decision=incomplete(decision, len(items), self.config.max_error_rate), flipped=flipped,
                           candidate_values=tuple(after.items()))
 
-    def paired(self, step: int, current: str, candidate: str, stage: str) -> GateResult:
+    def paired(self, step: int, current: str, candidate: str, stage: str,
+               prior: gate.Prior | None = None) -> GateResult:
         """Walk items in a seeded order; stop as soon as the outcome cannot change.
 
         The incumbent's per-item values come from the evaluation cache (it was scored
@@ -178,10 +180,16 @@ class Validator:
         # The incumbent's weakest items first: only there can the candidate gain, so a
         # candidate that fixes too little is rejected after those few items. Any order gives
         # the full evaluation's decision (PairedGate's bounds are exact); this one stops soonest
-        # on rejects, the common case once a run matures. Ties keep the seeded shuffle.
-        order = sorted(gate.order_items(list(values), self.plan.step_seed(step)), key=values.__getitem__)
+        # on rejects, the common case once a run matures. Ties keep the seeded shuffle. With a
+        # prior the items won and lost here are pooled with later comparisons', so they must be
+        # a fair sample of the split, not its weakest items (where only wins can happen): the
+        # seeded shuffle alone.
+        order = gate.order_items(list(values), self.plan.step_seed(step))
+        if prior is None:
+            order = sorted(order, key=values.__getitem__)
         inc_var = variances(values)
-        pg = gate.PairedGate(values, order, min_delta=c.gate_min_delta, alpha=c.gate_alpha, variances=inc_var)
+        pg = gate.PairedGate(values, order, min_delta=c.gate_min_delta, alpha=c.gate_alpha, variances=inc_var,
+                             prior=prior)
         trajs, hits, flipped = [], [], []
         for item_id in order:
             if pg.done:

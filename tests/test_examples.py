@@ -143,3 +143,20 @@ def test_no_examples_trial_in_approval_mode_or_without_a_gate(tmp_path):
     ungated = run_sim(db, "num_epochs=1", "worked_examples=true", "use_gate=false")
     assert not trials(conn, ungated)
     conn.close()
+
+
+def test_a_trials_gate_holds_the_pooled_record_so_it_never_stops_before_the_pooled_test_is_decided(tmp_path):
+    db = tmp_path / "s.db"
+    run_id = run_sim(db, "worked_examples=true", "optimizer_model=sim/learner?noise=1", "seed=6",
+                     "worked_examples_alpha=0.05")
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT decision, wins, losses, early_stop, reason FROM gate_decisions WHERE run_id = ? "
+                        "AND kind = 'examples' ORDER BY step", (run_id,)).fetchall()
+    conn.close()
+    assert len(rows) > 3 and any(d.startswith("accept") for d, *_ in rows)
+    record = (0, 0)
+    for decision, wins, losses, early, reason in rows:
+        record = (record[0] + wins, record[1] + losses)
+        assert f"all trials so far: {record[0]} items won, {record[1]} lost" in reason
+        # an early stop decides the pooled test too: the pooled rule never overturns it
+        assert not (early and "not yet evidence" in reason), reason

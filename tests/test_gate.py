@@ -3,8 +3,8 @@ import random
 
 import pytest
 
-from skillopt.gate import (GateDecision, PairedGate, mean_score, metric_value, order_items, paired, sign_test_p,
-                           strict)
+from skillopt.gate import (GateDecision, PairedGate, Prior, mean_score, metric_value, order_items, paired,
+                           sign_test_p, strict)
 
 
 @pytest.mark.parametrize("hard, soft, metric, w, expected", [
@@ -197,3 +197,42 @@ def test_sequential_gate_matches_full_evaluation_whenever_it_stops_early():
             assert math.isclose(d.candidate_score, full.candidate_score)
     # the property must have been exercised in both directions, not vacuously
     assert early[True] > 50 and early[False] > 50
+
+
+def test_a_gate_with_a_prior_decides_the_pooled_test_too_and_still_matches_full_evaluation():
+    rng = random.Random(7)
+    early, vetoed = 0, 0
+    for _ in range(2000):
+        ids, inc, cand, min_delta, alpha = _random_instance(rng)
+        prior = Prior(rng.randint(0, 8), rng.randint(0, 8), rng.choice([0.05, 0.2, 0.5]))
+        full = paired(inc, cand, ids, min_delta, alpha, prior=prior)
+        alone = paired(inc, cand, ids, min_delta, alpha)
+        assert full.accept == (alone.accept and prior.passes(alone.wins, alone.losses))
+        vetoed += alone.accept and not full.accept
+        gate = PairedGate(inc, order_items(ids, rng.randint(0, 10**6)), min_delta, alpha, prior=prior)
+        for item in gate.items:
+            if gate.done:
+                break
+            gate = gate.observe(item, cand[item])
+        d = gate.decision()
+        assert d.accept == full.accept, (ids, inc, cand, min_delta, alpha, prior, d.reason)
+        early += d.early_stop
+    assert vetoed > 50 and early > 100
+
+
+def test_against_an_incumbent_that_fails_everything_a_prior_keeps_the_gate_counting_wins():
+    ids = [f"i{k}" for k in range(10)]
+    inc = dict.fromkeys(ids, 0.0)
+    alone = PairedGate(inc, ids).observe("i0", 1.0)
+    assert alone.done and alone.decision().accept and alone.decision().wins == 1  # its own rule: one win
+    gate = PairedGate(inc, ids, prior=Prior(0, 0, alpha=0.05))
+    for k, item in enumerate(ids):
+        if gate.done:
+            break
+        gate = gate.observe(item, 1.0)
+    d = gate.decision()
+    # 5 wins and no loss: p = 1/32 <= 0.05; 4 wins (p = 1/16) would not have done
+    assert d.accept and d.early_stop and (d.wins, d.losses) == (5, 0)
+    hopeless = PairedGate(inc, ids[:3], prior=Prior(0, 6, alpha=0.2))
+    assert hopeless.done and not hopeless.decision().accept  # 3 more wins cannot outweigh 6 losses
+    assert "pooled test of 0 earlier wins / 6 losses" in hopeless.decision().reason
