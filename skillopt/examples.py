@@ -29,7 +29,7 @@ import dataclasses
 import random
 from typing import Sequence
 
-from .gate import GateDecision, sign_test_p
+from .gate import GateDecision, Prior, sign_test_p
 from .patch import Edit, apply_edits
 from .prompts import clip
 from .reflect import common_lines, task_text
@@ -85,6 +85,11 @@ def for_step(skill: str, trajectories: Sequence[Trajectory], seed: int,
     found = edit(skill, trajectories, common_lines([t.prompt for t in trajectories if not t.error]), seed)
     patch = apply_edits(skill, [found[0]], fuzzy_threshold=fuzzy) if found else None
     return (*found, patch.text) if found and patch and patch.applied else None
+
+
+def prior(record: tuple[int, int], alpha: float) -> Prior:
+    """The trial gate's prior: every earlier trial's items won and lost, pooled at `alpha`."""
+    return Prior(*record, alpha=alpha)
 
 
 def pooled(d: GateDecision, record: tuple[int, int], alpha: float) -> tuple[GateDecision, tuple[int, int]]:

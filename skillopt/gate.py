@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
-from fractions import Fraction
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
@@ -134,12 +133,27 @@ def _rule(diffs: Sequence[Diff], n: int, min_delta: float, alpha: float,
 
 
 FILLS = (0.0, 1.0)  # an unseen item's worst and best candidate value
-Tally = tuple[Fraction, int, int]  # (exact sum of differences, wins, losses) of some items
-_ZERO: Tally = (Fraction(0), 0, 0)
+# Every finite float is an integer multiple of 2**-1074 (the smallest subnormal), so a sum of
+# floats is exact as an integer count of that unit: Python's arbitrary-size integers add it in
+# nanoseconds, where Fraction (the same exactness) took about a tenth of a profiled simulated run.
+_UNIT_BITS = 1074
+Tally = tuple[int, int, int]  # (exact sum of differences in units of 2**-1074, wins, losses) of some items
+_ZERO: Tally = (0, 0, 0)
+
+
+def _exact(d: float) -> int:
+    """`d` as an exact integer count of 2**-1074."""
+    num, den = d.as_integer_ratio()  # den is a power of two, at most 2**1074
+    return num << (_UNIT_BITS - den.bit_length() + 1)
+
+
+def _rounded(units: int) -> float:
+    """The float nearest an exact sum (int / int rounds correctly), as math.fsum rounds it."""
+    return units / (1 << _UNIT_BITS)
 
 
 def _tally(d: float, tol: float) -> Tally:
-    return Fraction(d), int(d > tol), int(d < -tol)
+    return _exact(d), int(d > tol), int(d < -tol)
 
 
 def _plus(a: Tally, b: Tally) -> Tally:
@@ -167,7 +181,7 @@ class PairedGate:
     or a loss lowers p), so if the all-best completion of the unseen items rejects,
     every completion rejects (early reject), and if the all-worst one accepts, every
     completion accepts (early accept). Sums are exact (math.fsum on a full list, running
-    Fraction tallies for the bounds, both rounded once to a float), so the bound and the full
+    integer tallies for the bounds, both rounded once to a float), so the bound and the full
     evaluation can never disagree through float summation order.
 
     `variances` (sampled scores): each incumbent item mean's variance. An item is won or
@@ -263,11 +277,11 @@ class PairedGate:
 
     def _verdict(self, fill: float) -> bool:
         """The rule with every unseen item scored `fill` (0 or 1), from the running tallies.
-        float() of the exact sum is what math.fsum gives on the same differences, so this
+        The exact sum rounded once is what math.fsum gives on the same differences, so this
         agrees with _rule on the full list to the last bit."""
         n = len(self._items)
         total, wins, losses = _plus(self._agg["seen"], self._agg[fill])
-        return (n > 0 and float(total) / n >= max(self._min_delta, EPS) and sign_test_p(wins, losses) <= self._alpha
+        return (n > 0 and _rounded(total) / n >= max(self._min_delta, EPS) and sign_test_p(wins, losses) <= self._alpha
                 and (self._prior is None or self._prior.passes(wins, losses)))
 
     @property

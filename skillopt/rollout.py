@@ -25,7 +25,7 @@ import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Protocol, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from . import events as ev
 from .models.llm import LLM
@@ -36,6 +36,9 @@ from .tasks.task import Evaluation, Item, Trajectory
 
 class EvalCache(Protocol):
     def eval_get(self, key: str): ...
+
+    def eval_get_many(self, keys: Sequence[str]) -> Mapping[str, Any]:
+        """{key: row} of the keys found (one lookup for a whole batch of items)."""
 
     def eval_put(self, key: str, t: Trajectory) -> None: ...
 
@@ -143,7 +146,18 @@ class Evaluator:
     def cached(self, skill: str, item: Item, skill_sha: str | None = None) -> Trajectory | None:
         if self.cache is None:
             return None
-        row = self.cache.eval_get(self.key(skill_sha or sha(skill), item))
+        return self._hit(item, self.cache.eval_get(self.key(skill_sha or sha(skill), item)))
+
+    def cached_many(self, skill_sha: str, items: Sequence[Item]) -> list[Trajectory | None]:
+        """`cached` for every item, in one cache lookup."""
+        if self.cache is None:
+            return [None] * len(items)
+        keys = [self.key(skill_sha, it) for it in items]
+        rows = self.cache.eval_get_many(keys)
+        return [self._hit(it, rows.get(k)) for it, k in zip(items, keys)]
+
+    @staticmethod
+    def _hit(item: Item, row) -> Trajectory | None:
         if row is None:
             return None
         # A row written before sampling existed (or by a cache without the column) has no samples.
@@ -173,7 +187,7 @@ class Evaluator:
     def run(self, skill: str, items: Sequence[Item], *, step: int, split: str, purpose: str,
             stage: str) -> Batch:
         skill_sha = sha(skill)
-        results: list[Trajectory | None] = [self.cached(skill, it, skill_sha) for it in items]
+        results = self.cached_many(skill_sha, items)
         hits = tuple(r is not None for r in results)
         missing = [i for i, r in enumerate(results) if r is None]
         if missing and self.samples > 1:

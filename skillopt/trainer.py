@@ -22,7 +22,6 @@ from .patch import Edit, apply_edits
 from .plan import Plan
 from .rollout import Batch, EvalCache, Evaluator
 from .evidence import Evidence, collect
-from .gate import Prior
 from .lift import measure
 from .skill import guidance, sha
 from .records import Update, edit_outcomes
@@ -253,8 +252,8 @@ class Trainer:
             return None, state
         edit, items, text = found
         self.enter(step, "gate", f"worked examples of {len(items)} train failures, gated alone")
-        prior = Prior(*state.examples_record, alpha=c.worked_examples_alpha)
-        result = self.examples_gate.run(step, state.skill, text, dict(state.current_values), "examples", prior)
+        result = self.examples_gate.run(step, state.skill, text, dict(state.current_values), "examples",
+                                        examples.prior(state.examples_record, c.worked_examples_alpha))
         judged, record = examples.pooled(result.decision, state.examples_record, c.worked_examples_alpha)
         decision, state = self.settle(step, replace(state, examples_record=record), text,
                                       replace(result, decision=judged))

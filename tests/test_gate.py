@@ -236,3 +236,13 @@ def test_against_an_incumbent_that_fails_everything_a_prior_keeps_the_gate_count
     hopeless = PairedGate(inc, ids[:3], prior=Prior(0, 6, alpha=0.2))
     assert hopeless.done and not hopeless.decision().accept  # 3 more wins cannot outweigh 6 losses
     assert "pooled test of 0 earlier wins / 6 losses" in hopeless.decision().reason
+
+
+def test_the_gates_exact_integer_sums_round_as_math_fsum_does():
+    from skillopt.gate import _exact, _rounded
+    rng = random.Random(3)
+    for _ in range(3000):
+        xs = [rng.choice([rng.random(), -rng.random(), 1e-300 * rng.random(), 5e-324, 0.1, -0.7, 1.0, 0.0])
+              for _ in range(rng.randint(1, 60))]
+        assert _rounded(sum(map(_exact, xs))) == math.fsum(xs), xs
+    assert _rounded(_exact(1e16) + _exact(1.0) + _exact(-1e16)) == 1.0 != 1e16 + 1.0 - 1e16  # not naive summation

@@ -54,6 +54,10 @@ class DictCache:
         self.gets += 1
         return self.rows.get(key)
 
+    def eval_get_many(self, keys):
+        self.gets += len(keys)
+        return {k: self.rows[k] for k in keys if k in self.rows}
+
     def eval_put(self, key, t):
         self.rows[key] = {"prompt": t.prompt, "output": t.output, "hard": t.evaluation.hard,
                           "soft": t.evaluation.soft, "feedback": t.evaluation.feedback}

@@ -63,6 +63,9 @@ class DictCache:
     def eval_get(self, key):
         return self.rows.get(key)
 
+    def eval_get_many(self, keys):
+        return {k: self.rows[k] for k in keys if k in self.rows}
+
     def eval_put(self, key, t):
         samples = t.evaluation.samples
         self.rows[key] = {"prompt": t.prompt, "output": t.output, "hard": t.evaluation.hard,

@@ -25,7 +25,7 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from ..models.llm import CallRecord
 from ..tasks.task import Trajectory
@@ -34,6 +34,8 @@ CALL_COLUMNS = ("run_id", "step", "role", "stage", "model", "prompt_tokens", "co
                 "latency_s", "cached", "error", "attempts", "created_at", "note")
 # eval_cache's columns; samples_json: "[[hard, soft], ...]" of a sampled result, NULL for one scoring
 EVAL_COLUMNS = ("key", "output", "hard", "soft", "feedback", "prompt", "created_at", "samples_json")
+
+CHUNK = 500  # keys per IN (...) query: well under SQLite's limit on bound parameters
 
 _INSERT_CALL = (f"INSERT INTO llm_calls ({', '.join(CALL_COLUMNS)}) "
                 f"VALUES ({', '.join('?' * len(CALL_COLUMNS))})")
@@ -179,6 +181,20 @@ class BufferedCaches:
             return hit
         rows = self.query("SELECT * FROM eval_cache WHERE key = ?", (key,))
         return rows[0] if rows else None
+
+    def eval_get_many(self, keys: Sequence[str]) -> dict[str, sqlite3.Row | dict]:
+        """{key: row} of the keys found: the buffer first, then one query per CHUNK keys of the file."""
+        found: dict[str, sqlite3.Row | dict] = {}
+        for key in keys:
+            hit = self._pending.get_eval(key)
+            if hit is not None:
+                found[key] = hit
+        rest = [k for k in dict.fromkeys(keys) if k not in found]
+        for i in range(0, len(rest), CHUNK):
+            part = rest[i:i + CHUNK]
+            for row in self.query(f"SELECT * FROM eval_cache WHERE key IN ({', '.join('?' * len(part))})", part):
+                found[row["key"]] = row
+        return found
 
     def eval_put(self, key: str, t: Trajectory) -> None:
         samples = t.evaluation.samples

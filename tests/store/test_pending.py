@@ -73,6 +73,24 @@ def test_buffered_entries_are_read_back_before_they_reach_the_file(store):
     assert store.cache_get("k") == {"text": "hi", "prompt_tokens": 3}
 
 
+def test_many_evaluations_are_read_in_one_query_from_the_buffer_and_the_file(store, monkeypatch):
+    from skillopt.store import pending
+    monkeypatch.setattr(pending, "CHUNK", 3)  # more keys than one query takes
+    for i in range(5):
+        store.eval_put(f"file{i}", traj())
+    store.flush()
+    store.eval_put("buffered", traj())
+    statements: list[str] = []
+    store.conn.set_trace_callback(statements.append)
+    keys = ["buffered", "missing", *(f"file{i}" for i in range(5)), "file0"]
+    found = store.eval_get_many(keys)
+    assert set(found) == {"buffered", *(f"file{i}" for i in range(5))}
+    assert all(found[k]["output"] == "yes" and found[k]["hard"] == 1.0 for k in found)
+    assert isinstance(found["buffered"], dict) and isinstance(found["file0"], sqlite3.Row)
+    selects = [s for s in statements if s.startswith("SELECT")]
+    assert len(selects) == 2  # 6 keys not in the buffer (a repeat asked once), 3 a query
+
+
 def test_a_cached_value_cannot_be_changed_through_what_a_read_returned(store):
     store.cache_put("k", "m", {"text": "hi"})
     store.cache_get("k")["text"] = "changed"
