@@ -1,7 +1,8 @@
 """SkillOpt Studio home: every run in one table (its test result, lift and duration),
 filters, and one-click demo runs.
 
-Start with `streamlit run app.py` (binds 127.0.0.1, see .streamlit/config.toml). The
+Start with `python -m skillopt dashboard` (`streamlit run app.py` with the pages' libraries
+loaded before it serves; binds 127.0.0.1, see .streamlit/config.toml). The
 sidebar (skillopt.ui.common.setup) names this page Home. The dashboard never trains in its
 own process: the demo buttons launch `python -m skillopt train` through skillopt.launcher
 and link to the Monitor page of the new run.

@@ -3,9 +3,11 @@
 Used by bench/dashboard.py. For every page (Home, New run and the seven run pages, with
 ?run=<id>):
 
-- first render: a `streamlit run app.py` server started for this page alone, which has served
-  no page yet (only its health endpoint was polled), and a fresh browser context opening the
-  page's URL. Imports, the first queries and the browser's download of the front end all count.
+- first render: a dashboard server started for this page alone, as the README starts it
+  (`python -m skillopt dashboard`: `streamlit run app.py` with the pages' libraries loaded
+  before it serves), which has served no page yet (only its health endpoint was polled), and
+  a fresh browser context opening the page's URL. The page's first script run, its first
+  queries and the browser's download of the front end all count.
 - rerender: the same URL opened again in that context (the front end in the browser's cache,
   the server's data caches warm): what a user pays to come back to a page.
 

@@ -5,6 +5,7 @@ User errors print one line ("error: ...") and exit 2; no traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import signal
 import sys
@@ -26,7 +27,7 @@ class Progress:
             self.total = e.total_steps
             if not e.resumed:
                 self.stream.write(f"run id: {e.run_id}\n")
-            self.stream.write(f"dashboard: streamlit run app.py, then open ?run={e.run_id}\n")
+            self.stream.write(f"dashboard: python -m skillopt dashboard, then open ?run={e.run_id}\n")
         elif isinstance(e, ev.StageChanged):
             self.draw(f"{e.stage} {e.detail}".strip(), final=False)
         elif isinstance(e, ev.StepCompleted):
@@ -65,6 +66,14 @@ def cmd_tasks(args) -> int:
     for t in list_tasks():
         print(f"{t.name:<22} {t.description}  [{t.path}]")
     return 0
+
+
+def cmd_dashboard(args) -> int:
+    from . import dashboard
+
+    if args.db:  # the pages read the store from the environment, as the runs they start do
+        os.environ["SKILLOPT_DB"] = str(Path(args.db).resolve())
+    return dashboard.main(args.streamlit)
 
 
 def cmd_validate_task(args) -> int:
@@ -298,6 +307,13 @@ def _add_bundle_and_sweep(add, export: argparse.ArgumentParser) -> None:
     add_sweep_arguments(add("sweep", cmd_sweep, "grid search over config keys: start, resume, stop, show, list"))
 
 
+def _add_tasks_and_dashboard(add) -> None:
+    add("tasks", cmd_tasks, "list built-in and local tasks")
+    add("validate-task", cmd_validate_task, "check a task folder and list every problem").add_argument("path")
+    # Options other than --db are streamlit run's: main passes them on (e.g. --server.port 8502).
+    add("dashboard", cmd_dashboard, "start the dashboard: streamlit run app.py, the pages' libraries loaded first")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m skillopt", description="Train LLM agent skill documents.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -308,9 +324,7 @@ def parser() -> argparse.ArgumentParser:
         sp.set_defaults(fn=fn)
         return sp
 
-    add("tasks", cmd_tasks, "list built-in and local tasks")
-    sp = add("validate-task", cmd_validate_task, "check a task folder and list every problem")
-    sp.add_argument("path")
+    _add_tasks_and_dashboard(add)
     for name, fn in (("train", cmd_train), ("eval", cmd_eval)):
         sp = add(name, fn, "train a skill" if name == "train" else "evaluate a skill on a split")
         sp.add_argument("--task", required=True, help="built-in task name or task folder")
@@ -361,7 +375,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args, extra = p.parse_known_args(argv)
+    if extra and args.command != "dashboard":
+        p.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.streamlit = extra
     # SIGTERM (the dashboard's fallback stop) becomes a clean KeyboardInterrupt-like exit.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:

@@ -1,4 +1,5 @@
-"""Browser-test harness: a real `streamlit run app.py` server on a free port, Debian's
+"""Browser-test harness: a real dashboard server (`python -m skillopt dashboard`, the README's
+`streamlit run app.py` with its libraries loaded first) on a free port, Debian's
 chromium driven by Playwright, and screenshots of every page visited.
 
 Chromium is the system one (/usr/bin/chromium, installed by .ci/run with apt-get); we
@@ -81,7 +82,7 @@ def start_dashboard(db: Path, log: Path) -> Dashboard:
                PYTHONUNBUFFERED="1")
     with open(log, "wb") as fh:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+            [sys.executable, "-m", "skillopt", "dashboard", "--server.port", str(port),
              "--server.headless", "true", "--server.fileWatcherType", "none",
              "--browser.gatherUsageStats", "false"],
             cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
