@@ -140,7 +140,7 @@ def real_model_result(mode: str, calls: float, wall: float, test_diff: float) ->
 
 def test_the_real_model_row_shows_a_full_run_only_and_names_each_miss():
     quick = report.real_model_row({"real_model": real_model_result("quick", 0.5, 0.3, 0.0)})
-    assert quick.split(" | ")[2] == report.NOT_MEASURED and "~20+ minutes" in quick
+    assert quick.split(" | ")[2] == report.NOT_MEASURED and "25–35 minutes on 2 cores" in quick
     met = report.real_model_row({"real_model": real_model_result("full", 0.55, 0.4, 0.01)})
     assert "**0.55× target calls**" in met and "**0.40× wall time**" in met and met.split(" | ")[3].endswith(": met")
     missed = report.real_model_row({"real_model": real_model_result("full", 0.7, 0.6, -0.02)})
