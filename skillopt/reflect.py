@@ -15,6 +15,7 @@ is dropped, and returned with its reason (DroppedEdit) so the run's record keeps
 """
 from __future__ import annotations
 
+import functools
 import random
 import re
 from collections import Counter
@@ -184,8 +185,9 @@ _WORD = re.compile(r"[a-z][a-z0-9'-]+")
 CLUE_WORDS = 4  # a small model copies what it is shown: a few telling words, not a word list
 
 
-def _words(text: str) -> set[str]:
-    return {w.strip("'-") for w in _WORD.findall(text.casefold()) if len(w.strip("'-")) >= 3} - STOP_WORDS
+@functools.lru_cache(maxsize=4096)  # each group's clue words count every task of the step again
+def _words(text: str) -> frozenset[str]:
+    return frozenset(w.strip("'-") for w in _WORD.findall(text.casefold()) if len(w.strip("'-")) >= 3) - STOP_WORDS
 
 
 def clue_words(group: Sequence[str], others: Sequence[str], limit: int = CLUE_WORDS) -> tuple[str, ...]:

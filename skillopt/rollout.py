@@ -25,7 +25,7 @@ import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from . import events as ev
 from .models.llm import LLM
@@ -113,10 +113,12 @@ class Evaluator:
     @classmethod
     def of(cls, task, models, config, *, cache: EvalCache | None, run_id: str = "",
            emit: Callable[[ev.Event], None] = lambda event: None) -> "Evaluator":
-        """The evaluator a run config asks for (its cache switch, concurrency and sampling):
+        """The evaluator a run config asks for (its cache switch, concurrency, at most what its
+        target model takes, and sampling):
         training, `eval` and `check` score a skill the same way."""
+        workers = min(config.max_concurrency, models.target.useful_concurrency() or config.max_concurrency)
         return cls(task, models.target, judge=models.judge, cache=cache, use_cache=config.use_cache,
-                   workers=config.max_concurrency, run_id=run_id, emit=emit, samples=config.samples_per_item,
+                   workers=workers, run_id=run_id, emit=emit, samples=config.samples_per_item,
                    sample_temperature=config.sample_temperature)
 
     def key(self, skill_sha: str, item: Item) -> str:
@@ -136,6 +138,11 @@ class Evaluator:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True)
+
+    def _map(self, fn: Callable, xs: Sequence) -> Iterable:
+        """`fn` over `xs` on the pool; in this thread when one call at a time is all the target
+        takes (its provider says so), where a pool only adds thread switches."""
+        return map(fn, xs) if self.workers == 1 else self._executor().map(fn, xs)
 
     def _executor(self) -> ThreadPoolExecutor:
         with self._pool_lock:
@@ -197,7 +204,7 @@ class Evaluator:
             def one(i: int) -> Trajectory:
                 return self._rollout(skill, skill_sha, items[i], step=step, stage=stage)
 
-            for i, traj in zip(missing, self._executor().map(one, missing)):
+            for i, traj in zip(missing, self._map(one, missing)):
                 results[i] = traj
         batch = Batch(trajectories=tuple(results), cached=hits)  # type: ignore[arg-type]
         self._remember(skill_sha, batch.trajectories)
@@ -253,7 +260,7 @@ class Evaluator:
         def one(pair: tuple[Item, int]) -> Trajectory:
             return self._score(skill, pair[0], step=step, stage=stage, sample=pair[1])
 
-        flat = list(self._executor().map(one, pairs))
+        flat = list(self._map(one, pairs))
         out = []
         for j, item in enumerate(items):
             traj = combine(flat[j * n:(j + 1) * n])

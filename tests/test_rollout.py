@@ -225,3 +225,27 @@ def test_worker_threads_live_for_the_run_and_close_stops_them(task):
     batch = ev_.run(SKILL + "\n- y\n", items, step=3, split="selection", purpose="p", stage="gate")  # reopens
     assert len(batch.trajectories) == 6 and COUNTER.calls == 18
     ev_.close()
+
+
+def test_a_target_computed_one_call_at_a_time_is_rolled_out_in_the_callers_thread(task):
+    from skillopt.config import RunConfig
+    from skillopt.models import sim
+
+    threads: list[str] = []
+
+    def serial(name, messages, settings, response_format):
+        threads.append(threading.current_thread().name)
+        return HandlerResult("freight", 10, 1)
+
+    register_provider("rollouttest1", serial, concurrency=lambda name: 1)
+    models = type("M", (), {"target": target("rollouttest1/a"), "judge": None})()
+    ev_ = Evaluator.of(task, models, RunConfig(max_concurrency=8), cache=None)
+    assert ev_.workers == 1
+    ev_.run(SKILL, task.split("selection")[:5], step=1, split="selection", purpose="p", stage="gate")
+    assert threads == [threading.current_thread().name] * 5  # no pool: no thread switch per call
+    # a provider without a limit of its own (a remote API) gets the configured pool
+    models.target = target(f"{PREFIX}/a")
+    assert Evaluator.of(task, models, RunConfig(max_concurrency=8), cache=None).workers == 8
+    # the simulated models: one at a time when they answer at once, a pool when they wait like an API
+    assert (sim.concurrency("target"), sim.concurrency("target?latency=0.2"), sim.concurrency("nope")) == \
+        (1, None, None)

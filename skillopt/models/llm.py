@@ -143,6 +143,15 @@ class LLM:
     def __repr__(self) -> str:
         return f"LLM({self.model!r}, role={self.role!r})"
 
+    def useful_concurrency(self) -> int | None:
+        """The most calls of this model worth having in flight, as its provider says (1 for a
+        model computed in this process one call at a time); None: no limit of its own."""
+        try:
+            provider = providers.lookup(self.prefix)
+        except ImportError:  # reported when the model is first called, as without this question
+            return None
+        return provider.concurrency(self.name) if provider is not None and provider.concurrency else None
+
     # public ---------------------------------------------------------------------------------
     def complete(self, messages: list[dict], *, stage: str, step: int, response_format: dict | None = None,
                  max_tokens: int | None = None, settings: GenSettings | None = None) -> Reply:

@@ -334,4 +334,5 @@ def handler(name: str, messages: list[dict], settings: GenSettings, response_for
     return load(name).chat(messages, settings, response_format)
 
 
-register_provider("local", handler, via_litellm=True, preflight=preflight)
+# Generation holds the engine's lock: a second call in flight only waits for it.
+register_provider("local", handler, via_litellm=True, preflight=preflight, concurrency=lambda name: 1)

@@ -71,11 +71,16 @@ class ProviderError(Exception):
         return self.kind in RETRYABLE_KINDS
 
 
+# model name -> the most calls of it worth having in flight at once; None: no limit of its own
+Concurrency = Callable[[str], "int | None"]
+
+
 @dataclass(frozen=True)
 class Provider:
     handler: Handler
     via_litellm: bool
     preflight: Preflight | None = None
+    concurrency: Concurrency | None = None
 
 
 # Prefixes whose provider module registers itself on import; named, not imported, so that
@@ -87,18 +92,20 @@ _LOCK = threading.Lock()
 
 
 def register_provider(prefix: str, handler: Handler, *, via_litellm: bool = False,
-                      preflight: Preflight | None = None) -> None:
+                      preflight: Preflight | None = None, concurrency: Concurrency | None = None) -> None:
     """Route "prefix/name" models to `handler`. Re-registering a prefix replaces its handler.
 
     via_litellm=False calls the handler directly (microseconds: the simulated world);
     via_litellm=True makes the call go through litellm.completion as a CustomLLM, so the
     local model exercises the same path, exceptions and accounting as any remote provider.
     preflight, when given, answers the dashboard's check of a "prefix/name" model string.
+    concurrency, when given, says how many calls of a model are worth having in flight: 1 for
+    a model that computes in this process one call at a time, where more threads only queue.
     """
     if not prefix or "/" in prefix:
         raise ValueError(f"provider prefix must be a non-empty name without '/', got {prefix!r}")
     with _LOCK:
-        _PROVIDERS[prefix] = Provider(handler, via_litellm, preflight)
+        _PROVIDERS[prefix] = Provider(handler, via_litellm, preflight, concurrency)
 
 
 def is_known(prefix: str) -> bool:

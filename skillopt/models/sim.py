@@ -151,7 +151,16 @@ def handle(name: str, messages: list[dict], settings: GenSettings, response_form
 def register() -> None:
     """Register provider "sim" (run on import, which the registry does on first use of a
     "sim/..." model; idempotent)."""
-    register_provider("sim", handle, via_litellm=False)
+    register_provider("sim", handle, via_litellm=False, concurrency=concurrency)
+
+
+def concurrency(name: str) -> int | None:
+    """One call at a time for a simulated model that answers at once (it computes under the GIL:
+    threads only add switches); no limit of its own for one that waits like a remote API."""
+    try:
+        return None if options(name)[1]["latency"] > 0 else 1
+    except ProviderError:  # an unknown simulated model: its first call reports it
+        return None
 
 
 register()

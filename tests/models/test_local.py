@@ -186,3 +186,10 @@ def test_kv_reuse_never_changes_a_reply(monkeypatch):
     fresh = [engine.chat([{"role": "system", "content": s}, t], settings, None) for s, t in order[2:]]
     assert [r.text for r in reused[2:]] == [f.text for f in fresh]
     assert [r.prompt_tokens for r in reused[2:]] == [f.prompt_tokens for f in fresh]  # same prompt, same token count
+
+
+def test_the_embedded_model_takes_one_call_at_a_time():
+    # generation holds the engine's lock, so an evaluator rolls out in its own thread, no pool
+    llm = LLM("local/qwen2.5-coder-1.5b", "target", GenSettings())
+    assert llm.useful_concurrency() == 1
+    assert LLM("sim/target?latency=0.5", "target", GenSettings()).useful_concurrency() is None
