@@ -1,5 +1,5 @@
 """Issue 4 acceptance in a real browser: Debian's chromium, driven by Playwright, against
-`streamlit run app.py` and trainer subprocesses on the simulated models.
+the dashboard server (`python -m skillopt dashboard`) and trainer subprocesses on the simulated models.
 
 Flows: launch a run from New run and follow it on Monitor; see an applied edit in the Skill
 evolution diff; approve, rewrite and un-decide edits on Approvals until the gate decides, then

@@ -1,5 +1,5 @@
 """What the dashboard showed wrong, checked where a user sees it: a real browser (Debian's
-chromium through Playwright) on `streamlit run app.py`.
+chromium through Playwright) on the dashboard server (`python -m skillopt dashboard`).
 
 - The run being read follows the reader from page to page; an unknown run id is said so.
 - The inline diff keeps unchanged lines unchanged and never cuts a word.

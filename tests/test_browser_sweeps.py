@@ -1,5 +1,5 @@
-"""The Sweeps page in a real browser (Debian's chromium through Playwright, against `streamlit run
-app.py`): build a small grid, launch the sweep from the page, watch the heatmap fill as trials
+"""The Sweeps page in a real browser (Debian's chromium through Playwright, against the
+dashboard server, `python -m skillopt dashboard`): build a small grid, launch the sweep from the page, watch the heatmap fill as trials
 finish, click a cell to open its trial's run on the Monitor page.
 
 Screenshots go to test-artifacts/sweeps-*.png (SKILLOPT_UPDATE_SCREENSHOTS=1 also refreshes the
