@@ -121,15 +121,21 @@ class Prior:
         return sign_test_p(self.wins + wins, self.losses + losses) <= self.alpha
 
 
+def _accepts(gain: float, wins: int, losses: int, min_delta: float, alpha: float, prior: Prior | None) -> bool:
+    """The paired rule on a mean gain and its wins and losses: the one rule of the full
+    evaluation (_rule) and of the early-stop bounds (PairedGate._verdict)."""
+    return (gain >= max(min_delta, EPS) and sign_test_p(wins, losses) <= alpha
+            and (prior is None or prior.passes(wins, losses)))
+
+
 def _rule(diffs: Sequence[Diff], n: int, min_delta: float, alpha: float,
           prior: Prior | None = None) -> tuple[bool, float, float, int, int]:
     """(accept, mean gain, p, wins, losses) for the full set of `n` per-item differences."""
     wins = sum(1 for d, tol in diffs if d > tol)
     losses = sum(1 for d, tol in diffs if d < -tol)
     gain = math.fsum(d for d, _ in diffs) / n if n else 0.0
-    p = sign_test_p(wins, losses)
-    accept = n > 0 and gain >= max(min_delta, EPS) and p <= alpha and (prior is None or prior.passes(wins, losses))
-    return accept, gain, p, wins, losses
+    accept = n > 0 and _accepts(gain, wins, losses, min_delta, alpha, prior)
+    return accept, gain, sign_test_p(wins, losses), wins, losses
 
 
 FILLS = (0.0, 1.0)  # an unseen item's worst and best candidate value
@@ -281,8 +287,7 @@ class PairedGate:
         agrees with _rule on the full list to the last bit."""
         n = len(self._items)
         total, wins, losses = _plus(self._agg["seen"], self._agg[fill])
-        return (n > 0 and _rounded(total) / n >= max(self._min_delta, EPS) and sign_test_p(wins, losses) <= self._alpha
-                and (self._prior is None or self._prior.passes(wins, losses)))
+        return n > 0 and _accepts(_rounded(total) / n, wins, losses, self._min_delta, self._alpha, self._prior)
 
     @property
     def done(self) -> bool:

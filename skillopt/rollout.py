@@ -35,8 +35,6 @@ from .tasks.task import Evaluation, Item, Trajectory
 
 
 class EvalCache(Protocol):
-    def eval_get(self, key: str): ...
-
     def eval_get_many(self, keys: Sequence[str]) -> Mapping[str, Any]:
         """{key: row} of the keys found (one lookup for a whole batch of items)."""
 
@@ -151,12 +149,10 @@ class Evaluator:
             return self._pool
 
     def cached(self, skill: str, item: Item, skill_sha: str | None = None) -> Trajectory | None:
-        if self.cache is None:
-            return None
-        return self._hit(item, self.cache.eval_get(self.key(skill_sha or sha(skill), item)))
+        return self.cached_many(skill_sha or sha(skill), [item])[0]
 
     def cached_many(self, skill_sha: str, items: Sequence[Item]) -> list[Trajectory | None]:
-        """`cached` for every item, in one cache lookup."""
+        """Each item's cached result under the skill (None: not cached), in one cache lookup."""
         if self.cache is None:
             return [None] * len(items)
         keys = [self.key(skill_sha, it) for it in items]

@@ -50,10 +50,6 @@ class DictCache:
         self.rows: dict[str, dict] = {}
         self.gets = 0
 
-    def eval_get(self, key):
-        self.gets += 1
-        return self.rows.get(key)
-
     def eval_get_many(self, keys):
         self.gets += len(keys)
         return {k: self.rows[k] for k in keys if k in self.rows}

@@ -60,9 +60,6 @@ class DictCache:
     def __init__(self):
         self.rows: dict[str, dict] = {}
 
-    def eval_get(self, key):
-        return self.rows.get(key)
-
     def eval_get_many(self, keys):
         return {k: self.rows[k] for k in keys if k in self.rows}
 

@@ -176,11 +176,7 @@ class BufferedCaches:
 
     def eval_get(self, key: str) -> sqlite3.Row | dict | None:
         """The evaluation-cache row (a mapping with the eval_cache columns), or None."""
-        hit = self._pending.get_eval(key)
-        if hit is not None:
-            return hit
-        rows = self.query("SELECT * FROM eval_cache WHERE key = ?", (key,))
-        return rows[0] if rows else None
+        return self.eval_get_many([key]).get(key)
 
     def eval_get_many(self, keys: Sequence[str]) -> dict[str, sqlite3.Row | dict]:
         """{key: row} of the keys found: the buffer first, then one query per CHUNK keys of the file."""
