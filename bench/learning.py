@@ -12,7 +12,7 @@ replies). Every figure is read back from the store, as a user would see it:
 - the lift of best over the better of no skill and seed, with its paired bootstrap 95%
   interval and per-label breakdown (the lift table);
 - steps accepted / rejected / skipped, the slow updates' decisions, and the worked-examples
-  trials' (each gated alone after a step's candidate was not kept);
+  trials' and the reply-template trial's (each gated alone after a step's candidate was not kept);
 - usable optimizer replies: reflection minibatches whose reply was usable / all;
 - edits proposed / applied, each edit that was not applied counted by its reason (a dropped
   edit's reason is the first word of its note, otherwise its pipeline fate or patch status),
@@ -168,8 +168,10 @@ def read_run(db: Path, run_id: str) -> dict:
         scores, items = read_tests(conn, run_id)
         steps = [r["decision"] for r in _rows(conn, "SELECT decision FROM steps WHERE run_id = ?", (run_id,))]
         slow = [r["decision"] for r in _rows(conn, "SELECT decision FROM slow_updates WHERE run_id = ?", (run_id,))]
-        tried = [r["decision"] for r in _rows(conn, "SELECT decision FROM gate_decisions WHERE run_id = ? "
-                                                    "AND kind = 'examples'", (run_id,))]
+        trial = ("SELECT g.decision FROM gate_decisions g JOIN edits e ON e.run_id = g.run_id AND e.step = g.step "
+                 "AND e.source = ? WHERE g.run_id = ? AND g.kind = 'examples'")  # examples or the reply template
+        tried = [r["decision"] for r in _rows(conn, trial, ("example", run_id))]
+        templated = [r["decision"] for r in _rows(conn, trial, ("template", run_id))]
         replies = _rows(conn, "SELECT COUNT(*) AS n, COALESCE(SUM(ok), 0) AS ok FROM reflections WHERE run_id = ?",
                         (run_id,))[0]
         calls = {r["role"]: r["n"] for r in _rows(
@@ -179,6 +181,7 @@ def read_run(db: Path, run_id: str) -> dict:
         figures = {"run_id": run_id, "status": run["status"], "reason": run["reason"] or "",
                    "test": scores, "test_items": items, "lift": read_lift(conn, run_id),
                    "steps": decisions(steps), "slow_updates": decisions(slow), "examples_trials": decisions(tried),
+                   "template_trials": decisions(templated),
                    "optimizer_replies": {"usable": replies["ok"], "all": replies["n"],
                                          "share": _round(replies["ok"] / replies["n"]) if replies["n"] else None},
                    "edits": read_edits(conn, run_id),

@@ -51,8 +51,9 @@ class RunConfig:
     # by a good one.
     minibatch_check: bool = False  # off: 1.2x the target calls for no score gain on the simulated world
     # A step whose candidate the gate did not keep tries a few of its failures as "task ->
-    # right answer" lines of the skill's "Worked examples" section (examples.py), gated alone.
-    # Not in approval mode, where a person judges every edit the step proposes.
+    # right answer" lines of the skill's "Worked examples" section (examples.py), gated alone;
+    # the first such step tries the scorer's reply layout as a "Reply template" section instead
+    # (template.py). Not in approval mode, where a person judges every edit the step proposes.
     worked_examples: bool = True  # on: it runs only after a rejected step, so it never sinks a good edit
     # The examples are the engine's extra try on every rejected step, and at the gate's own
     # 0.5 a change with no effect passes about every other try; so a trial is kept only when

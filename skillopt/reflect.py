@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .config import RunConfig
+from .errors import ModelError
 from .evidence import STOP_WORDS, Evidence, contradiction
 from .patch import Edit
 from .prompts import clip, prompt_messages
@@ -358,3 +359,14 @@ def reflect(optimizer, skill: str, trajectories: Sequence[Trajectory], *, budget
 
 # --- optimizer helpers injected into the edit pipeline -----------------------------------
 
+
+
+def alive(minibatches: Sequence[MinibatchResult], model: str) -> tuple[MinibatchResult, ...]:
+    """The step's minibatches, unless every reflection call failed (an unparseable reply is the
+    optimizer's answer, not a failure): a dead optimizer would otherwise skip every step and
+    "complete" having learned nothing, so that raises ModelError."""
+    dead = [m for m in minibatches if not m.ok and not m.error.startswith("invalid_json")]
+    if minibatches and len(dead) == len(minibatches):
+        raise ModelError(f"all {len(dead)} reflection calls of {model} failed ({dead[0].error}); "
+                         f"stopping instead of skipping every step")
+    return tuple(minibatches)

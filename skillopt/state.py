@@ -50,6 +50,7 @@ class State:
     # Items won and lost by every worked-examples trial so far: whether examples help this
     # task at all is judged on all of them (examples.pooled).
     examples_record: tuple[int, int] = (0, 0)
+    template_tried: bool = False  # the scorer's reply template was gated once (template.py): never again
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -60,7 +61,7 @@ class State:
             "accepted": [edit_json(e) for e in self.accepted], "epochs_done": self.epochs_done,
             "tests_done": list(self.tests_done), "current_values": [list(v) for v in self.current_values],
             "test_values": {k: dict(v) for k, v in self.test_values.items()},
-            "examples_record": list(self.examples_record),
+            "examples_record": list(self.examples_record), "template_tried": self.template_tried,
         }
 
     @classmethod
@@ -78,7 +79,8 @@ class State:
                    current_values=tuple((i, float(v)) for i, v in data.get("current_values", ())),
                    test_values={k: {i: float(x) for i, x in v.items()}
                                 for k, v in data.get("test_values", {}).items()},
-                   examples_record=tuple(data.get("examples_record", (0, 0))))
+                   examples_record=tuple(data.get("examples_record", (0, 0))),
+                   template_tried=bool(data.get("template_tried", False)))
 
 
 def rejected_json(r: RejectedEdit) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
-from . import advisor, approval, examples, records, reflect, schedules, slow, speculation, transforms
+from . import advisor, approval, examples, records, reflect, schedules, slow, speculation, template, transforms
 from . import events as ev
 from .approval import ApprovalDecision
 from .config import RunConfig
@@ -185,12 +185,7 @@ class Trainer:
             meta_skill=state.meta_skill if c.use_meta_skill else "", config=c, step=step,
             seed=self.plan.step_seed(step), scoring=self.scoring, evidence=self.evidence(step))
         self.emit(ev.ReflectionDone(run_id=self.run_id, step=step, minibatches=tuple(minibatches)))
-        dead = [m for m in minibatches if not m.ok and not m.error.startswith("invalid_json")]
-        if minibatches and len(dead) == len(minibatches):
-            # A dead optimizer would otherwise skip every step and "complete" having learned nothing.
-            raise ModelError(f"all {len(dead)} reflection calls of {self.models.optimizer.model} failed "
-                             f"({dead[0].error}); stopping instead of skipping every step")
-        return minibatches
+        return reflect.alive(minibatches, self.models.optimizer.model)
 
     def evidence(self, step: int) -> Evidence | None:
         """The train tasks seen so far, for checking label rules against the data (labels
@@ -243,20 +238,25 @@ class Trainer:
         return decision, state, result
 
     def try_examples(self, step: int, state: State, train: Batch) -> tuple[ev.ExamplesTrial | None, State]:
-        """The step's worked examples, gated alone on the incumbent (its candidate was not kept)."""
+        """The step's model-free trial, gated alone on the incumbent (its candidate was not kept):
+        the scorer's reply template the first time (template.py), worked examples after."""
         c = self.config
         on = c.worked_examples and c.use_gate and not c.approval_mode
-        found = on and examples.for_step(state.skill, train.trajectories, self.plan.step_seed(step),
-                                         c.fuzzy_anchor_threshold)
+        layout = self.scoring.template if self.scoring and not state.template_tried else ""
+        found = on and (template.for_skill(state.skill, layout, c.fuzzy_anchor_threshold) or examples.for_step(
+            state.skill, train.trajectories, self.plan.step_seed(step), c.fuzzy_anchor_threshold))
         if not found:
             return None, state
         edit, items, text = found
-        self.enter(step, "gate", f"worked examples of {len(items)} train failures, gated alone")
-        result = self.examples_gate.run(step, state.skill, text, dict(state.current_values), "examples",
-                                        examples.prior(state.examples_record, c.worked_examples_alpha))
-        judged, record = examples.pooled(result.decision, state.examples_record, c.worked_examples_alpha)
-        decision, state = self.settle(step, replace(state, examples_record=record), text,
-                                      replace(result, decision=judged))
+        pooled = edit.source == "example"  # the template is another change: not in the examples' record
+        self.enter(step, "gate", f"worked examples of {len(items)} train failures, gated alone" if pooled
+                   else "the scorer's reply template, gated alone")
+        prior = examples.prior(state.examples_record, c.worked_examples_alpha) if pooled else None
+        result = self.examples_gate.run(step, state.skill, text, dict(state.current_values), "examples", prior)
+        judged, record = examples.pooled(result.decision, state.examples_record, c.worked_examples_alpha) \
+            if pooled else (result.decision, state.examples_record)
+        state = replace(state, examples_record=record, template_tried=state.template_tried or not pooled)
+        decision, state = self.settle(step, state, text, replace(result, decision=judged))
         return ev.ExamplesTrial(edit=edit, items=items, candidate=text, decision=decision, gate=judged,
                                 flipped=result.flipped), state
 

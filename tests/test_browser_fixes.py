@@ -186,6 +186,8 @@ def column_of(locator):
 
 
 def test_new_run_problems_sit_beside_their_fields(dashboard, page, tmp_path):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     open_page(page, dashboard, "1_New_run", ready="Model preset")
     page.get_by_text("Upload JSONL / CSV", exact=True).click()
     table = tmp_path / "sums.csv"
@@ -204,8 +206,17 @@ def test_new_run_problems_sit_beside_their_fields(dashboard, page, tmp_path):
 
     page.get_by_text("Built-in or imported task", exact=True).click()
     settle(page)
-    page.get_by_text(re.compile(r"^Learning rate \(3\)$")).click()
     floor = page.get_by_role("spinbutton", name="min_learning_rate", exact=True)
+    # settle() can return before the radio's rerun has started; a click that lands in that
+    # rerun is redrawn away and the group stays closed, so click until the field shows.
+    for _ in range(3):
+        if not floor.is_visible():
+            page.get_by_text(re.compile(r"^Learning rate \(3\)$")).click()
+        try:
+            floor.wait_for(timeout=5_000)
+            break
+        except PlaywrightTimeout:
+            settle(page)
     floor.fill("5")
     floor.press("Enter")
     # The group opens with the problem under the setting it names; section 5 only points to it.

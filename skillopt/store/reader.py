@@ -58,9 +58,10 @@ class Reader:
         return self.q("SELECT * FROM steps WHERE run_id = ? ORDER BY step", (run_id,))
 
     def edits(self, run_id: str, step: int | None = None) -> list[dict[str, Any]]:
-        """A worked-examples edit was gated alone: its gate's margin is its `attribution`."""
+        """A worked-examples or reply-template edit was gated alone: its gate's margin is its `attribution`."""
         sql = ("SELECT e.*, g.margin AS attribution FROM edits e LEFT JOIN gate_decisions g ON g.run_id = e.run_id "
-               "AND g.step = e.step AND g.kind = 'examples' AND e.source = 'example' WHERE e.run_id = ?")
+               "AND g.step = e.step AND g.kind = 'examples' AND e.source IN ('example', 'template') "
+               "WHERE e.run_id = ?")
         if step is None:
             return self.q(sql + " ORDER BY e.step, e.idx", (run_id,))
         return self.q(sql + " AND e.step = ? ORDER BY e.idx", (run_id, step))

@@ -46,8 +46,7 @@ over 1 MB is rejected; every file must be UTF-8. Paths stay inside the task fold
 
 Plug-ins: `plugin = "module:factory"` loads module.py from the task folder (or an
 importable module of that name, never another path) and calls factory(task) with the
-loaded Task (usercode.apply_plugin); it returns an object satisfying TaskProtocol,
-usually a wrapper whose rollout() runs several turns or tools.
+loaded Task (usercode.apply_plugin); it returns a TaskProtocol, usually a wrapper whose rollout() runs several turns.
 
 Why a module of its own: turning user files into a Task is the part of the engine
 that meets untrusted input, so every check (encoding, sizes, TOML keys, ids, answer
@@ -70,6 +69,7 @@ from typing import Any
 from . import task as _task  # MAX_FILE_BYTES / MAX_LINE_BYTES are read at call time, so lowering them there applies
 from ..errors import SkillError, TaskError
 from .evaluators import Scorer, build_evaluator
+from .replies import reply_template
 from ..skill import validate as validate_skill
 from .task import SPLITS, Item, Task, TaskProtocol
 from .usercode import apply_plugin
@@ -348,7 +348,7 @@ def build_task(folder: Path, problems: Problems) -> TaskProtocol | None:
     # Item content is hashed per item by the eval cache; the template changes every output.
     digest = hashlib.sha256(prompt.encode()).hexdigest()[:8]
     task = Task(name, description.strip(), folder, seed_skill, f"{evaluator.version}-{digest}", prompt,
-                evaluator, splits, simulated)
+                evaluator, splits, simulated, reply_template(evaluator))
     plugin = data.get("plugin")
     if plugin is None:
         return task

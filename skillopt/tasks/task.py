@@ -73,6 +73,7 @@ class Scoring:
     what a reply must look like, so output-format lessons can be learned."""
     kind: str
     description: str
+    template: str = ""  # the literal layout of an accepted reply (replies.py); "" when it has none
 
 
 @runtime_checkable
@@ -134,6 +135,8 @@ class Task:
     # Built for the simulated models (task.toml `simulated = true`): only on such a task do
     # their scores mean anything, so the run preflight refuses sim/ models on any other.
     simulated: bool = False
+    # The layout of a reply the evaluator accepts (replies.py), written when the task is loaded.
+    reply_layout: str = ""
 
     def with_seed_skill(self, text: str) -> "Task":
         """The same task starting from another skill (the New run page's editor)."""
@@ -168,7 +171,7 @@ class Task:
         if kind == "label" and len({expected_text(i.expected) for i in self.splits["train"]}) > MAX_LABELS:
             kind = "text"
         describe = getattr(self.evaluator, "describe", None)
-        return Scoring(kind=kind, description=describe() if describe else "")
+        return Scoring(kind=kind, description=describe() if describe else "", template=self.reply_layout)
 
     def rollout(self, item: Item, skill: str, complete: Complete, judge: Callable | None = None) -> Trajectory:
         messages = self.messages(skill, item)

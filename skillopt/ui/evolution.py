@@ -24,7 +24,7 @@ Row = Mapping[str, Any]
 
 # Stored version kinds, in the order they arise within a step.
 KIND_ORDER = {"seed": 0, "candidate": 1, "examples": 2, "current": 3, "slow_update": 4, "epoch_end": 5}
-KIND_LABEL = {"seed": "seed", "candidate": "candidate", "examples": "worked-examples candidate",
+KIND_LABEL = {"seed": "seed", "candidate": "candidate", "examples": "worked-examples / reply-template candidate",
               "current": "incumbent after step", "slow_update": "slow-update candidate",
               "epoch_end": "after epoch end"}
 KIND_STYLE = {  # marker symbol and colour per version kind

@@ -14,8 +14,8 @@ PURPOSE_LABELS: dict[str, str] = {
     "train": "train batch, current skill",
     "gate_current": "gate: current skill",
     "gate_candidate": "gate: the step's candidate",
-    "examples_current": "worked-examples gate: current skill",
-    "examples_candidate": "worked-examples gate: skill with the step's examples",
+    "examples_current": "worked-examples / reply-template gate: current skill",
+    "examples_candidate": "worked-examples / reply-template gate: skill with the step's examples or the template",
     "slow_update_current": "slow-update gate: current skill",
     "slow_update_candidate": "slow-update gate: skill with the new guidance",
     "slow_prev": "slow update: previous epoch's skill",
@@ -32,7 +32,7 @@ PURPOSE_LABELS: dict[str, str] = {
 # Why a model was called (llm_calls.stage) -> what it is, for a person.
 CALL_STAGE_LABELS: dict[str, str] = {
     "rollout": "rollout", "reflect": "reflection", "merge": "merge edits", "rank": "rank edits",
-    "lr": "edit budget (autonomous)", "gate": "gate", "examples": "worked-examples gate", "slow_update": "slow update",
+    "lr": "edit budget (autonomous)", "gate": "gate", "examples": "worked-examples / reply-template gate", "slow_update": "slow update",
     "meta": "meta skill",
     "test": "test", "judge": "judge", "preflight": "preflight",
 }

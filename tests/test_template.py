@@ -1,0 +1,99 @@
+"""The reply-template trial: the scorer's reply layout, gated alone once per run (template.py)."""
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+
+from skillopt import template
+from skillopt.models.providers import HandlerResult, register_provider
+from skillopt.store.reader import Reader
+from skillopt.tasks.loader import load_task
+from tests.helpers import run_sim
+
+SEED = "# Sums\n\nAdd the two numbers of the question.\n"
+
+
+def test_the_edit_adds_the_section_once_and_only_with_a_layout():
+    made = template.edit(SEED, "<working>\nAnswer: <number>")
+    assert made.op == "add" and made.source == "template" and made.section == ""
+    assert made.content == f"## {template.SECTION}\n\n{template.LEAD}\n\n<working>\nAnswer: <number>"
+    assert template.edit(SEED, "  ") is None  # a scorer without a fixed layout: no trial
+    edit, items, text = template.for_skill(SEED, "Answer: <number>", 0.9)
+    assert items == () and text.startswith(SEED.rstrip()) and text.rstrip().endswith("Answer: <number>")
+    assert template.edit(text, "Answer: <number>") is None  # the skill has the section already
+    assert template.for_skill(text, "Answer: <number>", 0.9) is None
+
+
+def write_sums_task(folder: Path) -> Path:
+    """A numeric task whose scorer reads the number after "Answer:"."""
+    folder.mkdir()
+    (folder / "task.toml").write_text(
+        'name = "sums"\ndescription = "Add two numbers; the last line is Answer: <number>."\n'
+        'prompt = "{question}"\nanswer_field = "answer"\nid_field = "id"\ninput_fields = ["question"]\n'
+        '[evaluator]\ntype = "numeric"\nmarker = "Answer:"\n'
+        '[splits]\ntrain = "train.jsonl"\nselection = "selection.jsonl"\ntest = "test.jsonl"\n')
+    for split, n in (("train", 16), ("selection", 8), ("test", 8)):
+        lines = [json.dumps({"id": f"{split}-{i}", "question": f"What is {i} plus {i + 3}?", "answer": 2 * i + 3})
+                 for i in range(n)]
+        (folder / f"{split}.jsonl").write_text("\n".join(lines) + "\n")
+    (folder / "seed_skill.md").write_text(SEED)
+    return folder
+
+
+def boxed_target(name, messages, settings, response_format):
+    """Right sums, but in the scorer's form only when the skill shows the reply layout."""
+    a, b = map(int, re.findall(r"\d+", messages[-1]["content"]))
+    if f"## {template.SECTION}" in messages[0]["content"]:
+        return HandlerResult(f"{a} + {b} = {a + b}\nAnswer: {a + b}", 10, 5)
+    return HandlerResult(f"The sum is \\boxed{{{a + b}}}.", 10, 5)
+
+
+def mute_optimizer(name, messages, settings, response_format):
+    return HandlerResult("no edits today", 10, 3)  # unusable: every step has no candidate
+
+
+def test_a_run_whose_replies_miss_the_format_learns_it_from_the_scorers_template(tmp_path):
+    register_provider("boxed", boxed_target)
+    register_provider("mute", mute_optimizer)
+    task = write_sums_task(tmp_path / "sums")
+    assert load_task(str(task)).scoring().template == "<working: a few short lines>\nAnswer: <number>"
+    db = tmp_path / "s.db"
+    run_id = run_sim(db, "target_model=boxed/t", "optimizer_model=mute/o", "num_epochs=1", "batch_size=4",
+                     task=str(task))
+    r = Reader(db)
+    assert r.run(run_id)["status"] == "completed"
+    trials = r.q("SELECT g.step, g.decision, g.wins, g.losses, e.source, e.content FROM gate_decisions g "
+                 "JOIN edits e ON e.run_id = g.run_id AND e.step = g.step AND e.source IN ('template', 'example') "
+                 "WHERE g.run_id = ? AND g.kind = 'examples' ORDER BY g.step", (run_id,))
+    # the first step without a kept candidate tries the template, and it is tried once only
+    assert trials[0]["source"] == "template" and [t["source"] for t in trials].count("template") == 1
+    first = trials[0]
+    assert first["decision"] in ("accept", "accept_new_best") and first["losses"] == 0 and first["wins"] >= 1
+    assert first["content"].startswith(f"## {template.SECTION}")
+    tests = {t["which"]: t["score"] for t in r.q("SELECT which, score FROM tests WHERE run_id = ?", (run_id,))}
+    assert tests["seed"] == 0.0 and tests["best"] == 1.0
+    assert f"## {template.SECTION}" in (r.best_skill(run_id) or "")
+    # the worked-examples trials after it judge their own record: the template's wins are not in it
+    later = r.q("SELECT reason FROM gate_decisions g JOIN edits e ON e.run_id = g.run_id AND e.step = g.step "
+                "AND e.source = 'example' WHERE g.run_id = ? AND g.kind = 'examples'", (run_id,))
+    for row in later:
+        assert "all trials so far" in row["reason"]
+        won = int(re.search(r"all trials so far: (\d+) items won", row["reason"]).group(1))
+        assert won < first["wins"] or first["wins"] == 0
+
+
+def test_no_template_trial_when_the_scorer_has_no_layout(tmp_path):
+    db = tmp_path / "s.db"
+    task = write_sums_task(tmp_path / "sums")
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace('type = "numeric"\nmarker = "Answer:"', 'type = "contains"'))
+    register_provider("boxed", boxed_target)
+    register_provider("mute", mute_optimizer)
+    assert load_task(str(task)).scoring().template == ""
+    run_id = run_sim(db, "target_model=boxed/t", "optimizer_model=mute/o", "num_epochs=1", "batch_size=4",
+                     task=str(task))
+    conn = sqlite3.connect(db)
+    assert not conn.execute("SELECT 1 FROM edits WHERE run_id = ? AND source = 'template'", (run_id,)).fetchall()
+    conn.close()
