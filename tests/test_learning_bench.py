@@ -317,6 +317,20 @@ def test_the_steps_cell_counts_the_worked_examples_trials(sim_bench):
     assert "worked examples kept" not in report.learning_cells("sim-rulebook", {**row, "examples_trials": None})
 
 
+def test_the_steps_cell_says_whether_the_reply_template_was_kept(sim_bench):
+    db, row = sim_bench
+    templates = query(db, "SELECT COUNT(*) FROM edits WHERE run_id = ? AND source = 'template'", (row["run_id"],))
+    assert sum(row["template_trials"].values()) == templates[0][0] <= 1  # once per run, read from the store
+    counts = {"accepted": 0, "rejected": 0, "skipped": 0, "failed": 0}
+    kept = {**sim_bench[1], "template_trials": {**counts, "accepted": 1}}
+    assert "(reply template kept)" in report.learning_cells("sim-rulebook", kept)
+    lost = {**sim_bench[1], "template_trials": {**counts, "rejected": 1}}
+    assert "(reply template rejected)" in report.learning_cells("sim-rulebook", lost)
+    for untried in (counts, None):  # no trial ran, or a result saved before the template existed
+        cell = report.learning_cells("sim-rulebook", {**sim_bench[1], "template_trials": untried})
+        assert "reply template" not in cell
+
+
 def test_the_parcel_lockers_task_is_a_held_out_family_with_its_rules_in_every_split(tmp_path):
     from skillopt.tasks.loader import load_task, validate_task
 

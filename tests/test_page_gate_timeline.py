@@ -261,22 +261,31 @@ def test_a_long_table_shows_its_latest_rows_says_how_many_and_can_show_all():
 
 def test_worked_examples_trials_are_drawn_listed_and_counted(tmp_path, monkeypatch):
     db = tmp_path / "skillopt.db"
-    # seed 5: one trial kept and several rejected (at the gate's own 0.5 level, see test_examples)
-    run_id = run_sim(db, "worked_examples=true", "worked_examples_alpha=1.0", "seed=5")
+    # seed 6: one trial kept and several rejected (at the gate's own 0.5 level, see test_examples)
+    run_id = run_sim(db, "worked_examples=true", "worked_examples_alpha=1.0", "seed=6")
     r = Reader(db)
-    trials = [g for g in r.gate_decisions(run_id) if g["kind"] == "examples"]
+    gates = [g for g in r.gate_decisions(run_id) if g["kind"] == "examples"]
     example_edits = [e for e in r.edits(run_id) if e["source"] == "example"]
     r.close()
+    # the first trial tried the scorer's reply template (rejected on the simulated world), the rest examples
+    [template] = [g for g in gates if g["trial"] == "template"]
+    trials = [g for g in gates if g["trial"] == "example"]
+    assert template["step"] < min(g["step"] for g in trials) and len(trials) + 1 == len(gates)
     kept = [g for g in trials if g["decision"] in ("accept", "accept_new_best")]
     assert kept and len(kept) < len(trials)
     at = _open(monkeypatch, db, run_id)
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     drawn = {x: t["name"] for t in spec["data"] if t["name"].startswith("worked examples: ") for x in t["x"]}
     assert drawn == {g["step"] + 0.25: f"worked examples: {g['decision']}" for g in trials}
+    drawn = {x: t["name"] for t in spec["data"] if t["name"].startswith("reply template: ") for x in t["x"]}
+    assert drawn == {template["step"] + 0.25: f"reply template: {template['decision']}"}
     table = at.dataframe[0].value
     rows = table[table["kind"] == "worked examples, gated alone"]
     assert sorted(rows["step"]) == sorted(g["step"] for g in trials)
-    assert f"worked examples tried {len(trials)}, kept {len(kept)}" in " ".join(c.value for c in at.caption)
+    assert list(table[table["kind"] == "reply template, gated alone"]["step"]) == [template["step"]]
+    caption = " ".join(c.value for c in at.caption)
+    assert f"worked examples tried {len(trials)}, kept {len(kept)}" in caption
+    assert f"reply template {'kept' if template['decision'].startswith('accept') else 'rejected'}" in caption
     # each example edit's effect is its own gate's margin, attributed to it
     by_step = {g["step"]: g for g in trials}
     assert example_edits and all(e["attribution"] == by_step[e["step"]]["margin"] for e in example_edits)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from skillopt import template
 from skillopt.models.providers import HandlerResult, register_provider
+from skillopt.store.export import run_document
 from skillopt.store.reader import Reader
 from skillopt.tasks.loader import load_task
 from tests.helpers import run_sim
@@ -75,6 +76,9 @@ def test_a_run_whose_replies_miss_the_format_learns_it_from_the_scorers_template
     tests = {t["which"]: t["score"] for t in r.q("SELECT which, score FROM tests WHERE run_id = ?", (run_id,))}
     assert tests["seed"] == 0.0 and tests["best"] == 1.0
     assert f"## {template.SECTION}" in (r.best_skill(run_id) or "")
+    # run.json says which change each step's trial tried
+    tried = [s["worked_examples"] for s in run_document(r, run_id)["steps"] if s["worked_examples"]]
+    assert tried[0]["trial"] == "template" and all(t["trial"] == "example" for t in tried[1:])
     # the worked-examples trials after it judge their own record: the template's wins are not in it
     later = r.q("SELECT reason FROM gate_decisions g JOIN edits e ON e.run_id = g.run_id AND e.step = g.step "
                 "AND e.source = 'example' WHERE g.run_id = ? AND g.kind = 'examples'", (run_id,))

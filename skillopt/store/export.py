@@ -27,9 +27,10 @@ def run_document(reader: Reader, run_id: str) -> dict[str, Any]:
         edits_by_step.setdefault(e["step"], []).append(
             {k: e[k] for k in ("op", "target", "content", "section", "rationale", "source", "support")}
             | {"fate": e["fate"], "status": e["status"], "approval": e["approval"], "gate": e["gate"]})
-    # A step whose candidate was not kept may have tried its worked examples alone (null: it did not).
-    trials = {g["step"]: {k: g[k] for k in ("decision", "current_score", "candidate_score", "p_value", "wins",
-                                            "losses", "n_evaluated", "n_items")}
+    # A step whose candidate was not kept may have tried its worked examples alone, or the scorer's
+    # reply template (`trial`: example | template; null: it tried nothing).
+    trials = {g["step"]: {k: g[k] for k in ("trial", "decision", "current_score", "candidate_score", "p_value",
+                                            "wins", "losses", "n_evaluated", "n_items")}
               for g in reader.gate_decisions(run_id) if g["kind"] == "examples"}
     steps = [{
         "step": s["step"], "epoch": s["epoch"], "edit_budget": s["edit_budget"],

@@ -92,7 +92,11 @@ class Reader:
         return self.version(run_id, 0, "seed")
 
     def gate_decisions(self, run_id: str) -> list[dict[str, Any]]:
-        return self.q("SELECT * FROM gate_decisions WHERE run_id = ? ORDER BY step, kind", (run_id,))
+        """`trial`: which model-free change an "examples" gate judged (the source of its edit:
+        example | template); None for every other gate."""
+        return self.q("SELECT g.*, (SELECT e.source FROM edits e WHERE e.run_id = g.run_id AND e.step = g.step "
+                      "AND g.kind = 'examples' AND e.source IN ('example', 'template') LIMIT 1) AS trial "
+                      "FROM gate_decisions g WHERE g.run_id = ? ORDER BY g.step, g.kind", (run_id,))
 
     def rejected_buffer(self, run_id: str) -> list[dict[str, Any]]:
         return self.q("SELECT * FROM rejected_buffer WHERE run_id = ? ORDER BY step, idx", (run_id,))

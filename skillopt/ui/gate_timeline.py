@@ -140,9 +140,17 @@ def _slow_traces(slow: Sequence[Row]) -> list[go.Scatter]:
                         lambda g: f"slow update after step {g['step']}")
 
 
+def trial_name(g: Row) -> str:
+    """What a model-free trial tried: the scorer's reply template or a step's worked examples."""
+    return "reply template" if g.get("trial") == "template" else "worked examples"
+
+
 def _examples_traces(trials: Sequence[Row]) -> list[go.Scatter]:
-    return _gate_traces(trials, "worked examples", EXAMPLES_OFFSET, "triangle-up", 11,
-                        lambda g: f"worked examples of step {g['step']}, gated alone")
+    traces = []
+    for name, symbol in (("worked examples", "triangle-up"), ("reply template", "triangle-down")):
+        traces += _gate_traces([g for g in trials if trial_name(g) == name], name, EXAMPLES_OFFSET, symbol, 11,
+                               lambda g: f"{trial_name(g)} after step {g['step']}, gated alone")
+    return traces
 
 
 def _epoch_lines(steps: Sequence[Row]) -> dict[str, list[dict]]:
@@ -177,9 +185,11 @@ def timeline_figure(steps: Sequence[Row], gates: Sequence[Row], gate_metric: str
 
 def counts_caption(steps: Sequence[Row], gates: Sequence[Row], gate_mode: str) -> str:
     counts = {d: sum(s["decision"] == d for s in steps) for d in STEP_STYLE}
-    trials = examples_gates(gates)
+    trials = [g for g in examples_gates(gates) if trial_name(g) == "worked examples"]
     tried = (f" · worked examples tried {len(trials)}, kept "
              f"{sum(g['decision'] in ('accept', 'accept_new_best') for g in trials)}" if trials else "")
+    tried += "".join(f" · reply template {'kept' if g['decision'] in ('accept', 'accept_new_best') else 'rejected'}"
+                     for g in examples_gates(gates) if trial_name(g) == "reply template")
     return (f"{len(steps)} steps · " + " · ".join(f"{STEP_STYLE[d][2]}: {n}" for d, n in counts.items())
             + tried + f" · {len(slow_gates(gates))} gated slow update(s) · {gate_mode} gate")
 
@@ -201,7 +211,7 @@ def decisions_frame(steps: Sequence[Row], gates: Sequence[Row]) -> pd.DataFrame:
     table = [_row(s["step"], s["epoch"], "step", s["decision"], s["current_score"], s["candidate_score"],
                   by_step.get(s["step"])) for s in steps]
     epoch_of = {s["step"]: s["epoch"] for s in steps}
-    table += [_row(g["step"], epoch_of.get(g["step"]), "worked examples, gated alone", g["decision"],
+    table += [_row(g["step"], epoch_of.get(g["step"]), f"{trial_name(g)}, gated alone", g["decision"],
                    g["current_score"], g["candidate_score"], g) for g in examples_gates(gates)]
     table += [_row(g["step"], epoch_of.get(g["step"]), "slow update after the step", g["decision"],
                    g["current_score"], g["candidate_score"], g) for g in slow_gates(gates)]
