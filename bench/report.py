@@ -20,9 +20,11 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 BENCHES = ("calls", "overhead", "dashboard", "local_model", "faults", "learning", "real_model", "sweep", "checks",
            "learning-worked-examples", "learning-examples-off", "learning-examples-per-trial",
-           "learning-examples-pooled")
+           "learning-examples-pooled", "learning-before-template")
 # Earlier learning runs kept beside the current defaults' (name -> what differed), each its own table.
 LEARNING_TRIALS = {
+    "learning-before-template": "The defaults before the reply-template trial (worked examples only, the trial's gate "
+                                "holding the pooled record as its prior)",
     "learning-examples-pooled": "Worked examples pooled, each trial's gate stopping at its own decision (the defaults "
                                 "before the trial's gate held the pooled record as its prior)",
     "learning-examples-per-trial": "Worked examples gated alone, each trial by its own sign test at α = 0.2 (the "
