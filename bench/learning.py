@@ -160,6 +160,20 @@ def read_edits(conn: sqlite3.Connection, run_id: str) -> dict:
             "contradicted_accepted": sum(e["gate"] == "accepted" for e in contradicted)}
 
 
+def _trials(db: Path, run_id: str) -> dict[str, list[str]]:
+    """The decisions of the model-free trials by what they tried (example | template), as the
+    reader names them for the dashboard."""
+    from skillopt.store.reader import Reader
+
+    reader = Reader(db)
+    try:
+        gates = reader.gate_decisions(run_id)
+    finally:
+        reader.close()
+    return {kind: [g["decision"] for g in gates if g["kind"] == "examples" and g["trial"] == kind]
+            for kind in ("example", "template")}
+
+
 def read_run(db: Path, run_id: str) -> dict:
     """Every figure of one run, from the store only."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
@@ -168,10 +182,7 @@ def read_run(db: Path, run_id: str) -> dict:
         scores, items = read_tests(conn, run_id)
         steps = [r["decision"] for r in _rows(conn, "SELECT decision FROM steps WHERE run_id = ?", (run_id,))]
         slow = [r["decision"] for r in _rows(conn, "SELECT decision FROM slow_updates WHERE run_id = ?", (run_id,))]
-        trial = ("SELECT g.decision FROM gate_decisions g JOIN edits e ON e.run_id = g.run_id AND e.step = g.step "
-                 "AND e.source = ? WHERE g.run_id = ? AND g.kind = 'examples'")  # examples or the reply template
-        tried = [r["decision"] for r in _rows(conn, trial, ("example", run_id))]
-        templated = [r["decision"] for r in _rows(conn, trial, ("template", run_id))]
+        trials = _trials(db, run_id)
         replies = _rows(conn, "SELECT COUNT(*) AS n, COALESCE(SUM(ok), 0) AS ok FROM reflections WHERE run_id = ?",
                         (run_id,))[0]
         calls = {r["role"]: r["n"] for r in _rows(
@@ -180,8 +191,8 @@ def read_run(db: Path, run_id: str) -> dict:
                            "FROM llm_calls WHERE run_id = ?", (run_id,))[0]
         figures = {"run_id": run_id, "status": run["status"], "reason": run["reason"] or "",
                    "test": scores, "test_items": items, "lift": read_lift(conn, run_id),
-                   "steps": decisions(steps), "slow_updates": decisions(slow), "examples_trials": decisions(tried),
-                   "template_trials": decisions(templated),
+                   "steps": decisions(steps), "slow_updates": decisions(slow), "examples_trials": decisions(trials["example"]),
+                   "template_trials": decisions(trials["template"]),
                    "optimizer_replies": {"usable": replies["ok"], "all": replies["n"],
                                          "share": _round(replies["ok"] / replies["n"]) if replies["n"] else None},
                    "edits": read_edits(conn, run_id),

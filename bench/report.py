@@ -345,8 +345,8 @@ def learning_cells(task: str, row: dict) -> str:
     st, r, c = row["steps"], row["optimizer_replies"], row["calls"]
     x = row.get("examples_trials")  # absent in results saved before the trials existed
     tried = f" (worked examples kept {x['accepted']} of {x['accepted'] + x['rejected']})" if x else ""
-    t = row.get("template_trials")  # absent in results saved before the reply template existed
-    tried += f" (reply template {'kept' if t['accepted'] else 'rejected'})" if t and t["accepted"] + t["rejected"] else ""
+    tt = row.get("template_trials")  # absent in results saved before the reply template existed
+    tried += f" (reply template {'kept' if tt['accepted'] else 'rejected'})" if tt and tt["accepted"] + tt["rejected"] else ""
     dropped = ", ".join(f"{reason} {n}" for reason, n in e["not_applied"].items()) or "none"
     missed = [name.replace("_", " ") for name, t in row["targets"].items() if not t["met"]]
     verdict = f"**missed**: {', '.join(missed)}" if missed else "all met"

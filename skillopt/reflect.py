@@ -357,10 +357,6 @@ def reflect(optimizer, skill: str, trajectories: Sequence[Trajectory], *, budget
         pool.shutdown(wait=True, cancel_futures=True)  # after a fatal error, queued calls never start
 
 
-# --- optimizer helpers injected into the edit pipeline -----------------------------------
-
-
-
 def alive(minibatches: Sequence[MinibatchResult], model: str) -> tuple[MinibatchResult, ...]:
     """The step's minibatches, unless every reflection call failed (an unparseable reply is the
     optimizer's answer, not a failure): a dead optimizer would otherwise skip every step and

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from skillopt.ui.labels import edit_number
 from skillopt.ui.plotting import line_mode, marked
 from skillopt.ui.rollouts import one_line
-from skillopt.vocabulary import DECISIONS
+from skillopt.vocabulary import ACCEPTED, DECISIONS
 
 Row = Mapping[str, Any]
 
@@ -185,11 +185,12 @@ def timeline_figure(steps: Sequence[Row], gates: Sequence[Row], gate_metric: str
 
 def counts_caption(steps: Sequence[Row], gates: Sequence[Row], gate_mode: str) -> str:
     counts = {d: sum(s["decision"] == d for s in steps) for d in STEP_STYLE}
-    trials = [g for g in examples_gates(gates) if trial_name(g) == "worked examples"]
-    tried = (f" · worked examples tried {len(trials)}, kept "
-             f"{sum(g['decision'] in ('accept', 'accept_new_best') for g in trials)}" if trials else "")
-    tried += "".join(f" · reply template {'kept' if g['decision'] in ('accept', 'accept_new_best') else 'rejected'}"
-                     for g in examples_gates(gates) if trial_name(g) == "reply template")
+    trials = examples_gates(gates)
+    shown = [g for g in trials if trial_name(g) == "worked examples"]
+    tried = (f" · worked examples tried {len(shown)}, kept {sum(g['decision'] in ACCEPTED for g in shown)}"
+             if shown else "")
+    tried += "".join(f" · reply template {'kept' if g['decision'] in ACCEPTED else 'rejected'}"
+                     for g in trials if trial_name(g) == "reply template")
     return (f"{len(steps)} steps · " + " · ".join(f"{STEP_STYLE[d][2]}: {n}" for d, n in counts.items())
             + tried + f" · {len(slow_gates(gates))} gated slow update(s) · {gate_mode} gate")
 

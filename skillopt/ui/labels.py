@@ -32,8 +32,8 @@ PURPOSE_LABELS: dict[str, str] = {
 # Why a model was called (llm_calls.stage) -> what it is, for a person.
 CALL_STAGE_LABELS: dict[str, str] = {
     "rollout": "rollout", "reflect": "reflection", "merge": "merge edits", "rank": "rank edits",
-    "lr": "edit budget (autonomous)", "gate": "gate", "examples": "worked-examples / reply-template gate", "slow_update": "slow update",
-    "meta": "meta skill",
+    "lr": "edit budget (autonomous)", "gate": "gate", "examples": "worked-examples / reply-template gate",
+    "slow_update": "slow update", "meta": "meta skill",
     "test": "test", "judge": "judge", "preflight": "preflight",
 }
 
