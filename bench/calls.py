@@ -5,9 +5,10 @@
 On `sim-rulebook` (simulated models: calls are counted, not timed), every run is the full
 default schedule (4 epochs, batch 40) in its own fresh database, so no run reuses another's cache.
 
-Reference arm: gate_mode=strict use_cache=false speculative_rollouts=false check_evidence=false,
-the published SkillOpt's behaviour (every candidate scored on the whole selection split, nothing
-cached, no rule checked against the data before the gate, every stage sequential).
+Reference arm: gate_mode=strict gate_metric=hard use_cache=false speculative_rollouts=false
+check_evidence=false, the published SkillOpt's behaviour (every candidate scored by hard accuracy
+on the whole selection split, nothing cached, no rule checked against the data before the gate,
+every stage sequential).
 
 Counting rule, the same in every arm (and every bench in bench/): target calls are the model
 calls a run actually made (cache hits are not calls), except that a test evaluation of a skill
@@ -47,7 +48,8 @@ from benchkit import finish, interval  # noqa: E402  (bench/ is the script's fol
 
 TASK = "sim-rulebook"
 OPTIMIZERS = {"oracle": "sim/optimizer", "non-oracle": "sim/learner"}
-REFERENCE = ("gate_mode=strict", "use_cache=false", "speculative_rollouts=false", "check_evidence=false")
+REFERENCE = ("gate_mode=strict", "gate_metric=hard", "use_cache=false", "speculative_rollouts=false",
+             "check_evidence=false")
 # Fixed before any tuning run. Why each knob: the paired gate stops as soon as the candidate
 # cannot win (the same decision as scoring every item); a selection sample makes each check
 # cheaper; failure_only skips the successes' minibatches; the cache never scores a skill twice on

@@ -8,7 +8,11 @@ as both target and optimizer, 2 epochs, batch 20, every other knob at the projec
 runs in one fresh database (keys of the caches include the task, so no run reuses another's
 replies). Every figure is read back from the store, as a user would see it:
 
-- test scores of no skill / seed / best / final (tests rows which = none|seed|best|final);
+- test scores of no skill / seed / best / final (tests rows which = none|seed|best|final), on
+  the metric the run gated on (hard, or mixed on a task whose scorer gives partial credit);
+- the same on hard accuracy alone, with its lift and interval from the test rollouts
+  (skillopt.lift on per-item hard values): the targets are judged on these, the share of test
+  items wholly right, whatever metric the run gated on;
 - the lift of best over the better of no skill and seed, with its paired bootstrap 95%
   interval and per-label breakdown (the lift table);
 - steps accepted / rejected / skipped, the slow updates' decisions, and the worked-examples
@@ -128,6 +132,27 @@ def read_lift(conn: sqlite3.Connection, run_id: str) -> dict | None:
             "breakdown": {label: {k: _round(v, 3) for k, v in cell.items()} for label, cell in breakdown.items()}}
 
 
+def read_hard(conn: sqlite3.Connection, run_id: str, rng_seed: int) -> tuple[dict, dict | None]:
+    """(hard test accuracy of each tested skill or None, the lift on hard accuracy or None), from
+    the test rollouts (errored items left out, as in every score). The lift is skillopt.lift's on
+    per-item hard values with the run's seed: on a run gated on hard it is the stored lift."""
+    from skillopt.lift import measure
+
+    values: dict[str, dict[str, float]] = {}
+    for r in _rows(conn, "SELECT purpose, item_id, hard FROM rollouts WHERE run_id = ? AND split = 'test' "
+                         "AND error = '' ORDER BY step", (run_id,)):
+        values.setdefault(r["purpose"].removeprefix("test_"), {})[r["item_id"]] = r["hard"]
+    scores = {w: _round(sum(values[w].values()) / len(values[w])) if values.get(w) else None for w in WHICH}
+    if not all(values.get(w) for w in ("best", "seed", "none")):
+        return scores, None
+    lift = measure(values["best"], values["seed"], values["none"], {}, rng_seed=rng_seed)
+    if lift is None:
+        return scores, None
+    return scores, {"metric": "hard", "baseline": lift.baseline, "best": _round(lift.best_score),
+                    "baseline_score": _round(lift.baseline_score), "lift": _round(lift.lift),
+                    "ci_low": _round(lift.ci_low), "ci_high": _round(lift.ci_high), "n_items": lift.n_items}
+
+
 def decisions(values: list[str]) -> dict:
     count = Counter(values)
     return {"accepted": count["accept"] + count["accept_new_best"], "rejected": count["reject"],
@@ -178,8 +203,10 @@ def read_run(db: Path, run_id: str) -> dict:
     """Every figure of one run, from the store only."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        run = _rows(conn, "SELECT status, reason FROM runs WHERE id = ?", (run_id,))[0]
+        run = _rows(conn, "SELECT status, reason, config_json FROM runs WHERE id = ?", (run_id,))[0]
+        config = json.loads(run["config_json"] or "{}")
         scores, items = read_tests(conn, run_id)
+        hard, hard_lift = read_hard(conn, run_id, config.get("seed", 0))
         steps = [r["decision"] for r in _rows(conn, "SELECT decision FROM steps WHERE run_id = ?", (run_id,))]
         slow = [r["decision"] for r in _rows(conn, "SELECT decision FROM slow_updates WHERE run_id = ?", (run_id,))]
         trials = _trials(db, run_id)
@@ -190,7 +217,8 @@ def read_run(db: Path, run_id: str) -> dict:
         hits = _rows(conn, "SELECT COALESCE(SUM(cached), 0) AS n, COALESCE(SUM(error != ''), 0) AS errors "
                            "FROM llm_calls WHERE run_id = ?", (run_id,))[0]
         figures = {"run_id": run_id, "status": run["status"], "reason": run["reason"] or "",
-                   "test": scores, "test_items": items, "lift": read_lift(conn, run_id),
+                   "metric": config.get("gate_metric", "hard"), "test": scores, "test_items": items,
+                   "lift": read_lift(conn, run_id), "test_hard": hard, "lift_hard": hard_lift,
                    "steps": decisions(steps), "slow_updates": decisions(slow), "examples_trials": decisions(trials["example"]),
                    "template_trials": decisions(trials["template"]),
                    "optimizer_replies": {"usable": replies["ok"], "all": replies["n"],
@@ -222,11 +250,12 @@ def lift_check(kind: str, scores: dict, lift: dict | None) -> dict:
 
 
 def targets(kind: str, row: dict) -> dict:
-    """Each target of the task's type: met or missed, and the measured figures that decide it."""
-    scores, out = row["test"], {}
+    """Each target of the task's type: met or missed, and the measured figures that decide it,
+    on hard accuracy (a run gated on mixed is not judged on its partial credit)."""
+    scores, out = row["test_hard"], {}
     if row["status"] != "completed":
         out["completed"] = _check(False, f"run {row['status']}{': ' + row['reason'] if row['reason'] else ''}")
-    out["lift"] = lift_check(kind, scores, row["lift"])
+    out["lift"] = lift_check(kind, scores, row["lift_hard"])
     if kind == "classification":
         if scores.get("best") is None or scores.get("none") is None or scores.get("seed") is None:
             out["no_harm"] = _check(False, "not measured: a test score is missing")
@@ -266,13 +295,19 @@ def describe(row: dict) -> str:
     if row["status"] == "error":
         return f"{row['task']} [{row['type']}]: ERROR {row['reason']}"
     s, lift, e, st = row["test"], row["lift"], row["edits"], row["steps"]
-    lift_text = (f"lift {lift['lift'] * 100:+.1f} pts over {lift['baseline']} (95% CI {lift['ci_low'] * 100:+.1f} to "
+    h, lh = row["test_hard"], row["lift_hard"]
+    lift_text = (f"lift ({row['metric']}) {lift['lift'] * 100:+.1f} pts over {lift['baseline']} (95% CI {lift['ci_low'] * 100:+.1f} to "
                  f"{lift['ci_high'] * 100:+.1f}, {lift['n_items']} items)" if lift else "lift null")
     reasons = ", ".join(f"{k} {v}" for k, v in e["not_applied"].items()) or "none"
     r, c = row["optimizer_replies"], row["calls"]
     lines = [f"{row['task']} [{row['type']}] run {row['run_id']} {row['status']}, {row['wall_s']:.0f} s",
              f"  test: no skill {_score(s['none'])}, seed {_score(s['seed'])}, best {_score(s['best'])}, "
              f"final {_score(s['final'])}; {lift_text}",
+             *([] if row["metric"] == "hard" else [
+                 f"  test hard: no skill {_score(h['none'])}, seed {_score(h['seed'])}, best {_score(h['best'])}, "
+                 f"final {_score(h['final'])}" + (f"; lift {lh['lift'] * 100:+.1f} pts over {lh['baseline']} "
+                                                  f"(95% CI {lh['ci_low'] * 100:+.1f} to {lh['ci_high'] * 100:+.1f})"
+                                                  if lh else "")]),
              f"  steps: {st['accepted']} accepted, {st['rejected']} rejected, {st['skipped']} skipped; "
              f"optimizer replies {r['usable']}/{r['all']} usable; calls: target {c['target']}, "
              f"optimizer {c['optimizer']}, judge {c['judge']}",

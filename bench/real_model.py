@@ -8,7 +8,8 @@ target and optimizer, 2 epochs x batch 20, seed 42, two runs one after the other
 own fresh database:
 
 - reference: the published SkillOpt's behaviour, the reference arm of every bench
-  (bench/calls.py's REFERENCE: strict gate, no evaluation cache, every stage sequential);
+  (bench/calls.py's REFERENCE: strict gate on hard accuracy, no evaluation cache, every stage
+  sequential);
 - defaults: the project's defaults, nothing else set.
 
 Figures per arm: target calls and optimizer calls (real calls: cache hits are not calls, and a

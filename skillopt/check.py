@@ -143,6 +143,7 @@ def run_check(task: Any, config: RunConfig, evaluate: Callable[[str, Sequence[An
     """Score `skill` against `baseline`; `evaluate(skill_text, items)` returns a rollout Batch."""
     if tolerance < 0:
         raise UserError(f"--tolerance must not be negative, got {tolerance}")
+    config = config.for_task(task)  # the metric the task's runs are gated on
     items = task.items()
     pins = read_pinned(pinned_file, list(items)) if pinned_file else ()
     test = Plan.make(task, config).test

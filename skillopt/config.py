@@ -22,7 +22,7 @@ from .vocabulary import SIM_PREFIX
 LR_SCHEDULERS = ("cosine", "linear", "constant", "autonomous")
 MERGE_MODES = ("similarity", "llm")
 GATE_MODES = ("strict", "paired")
-GATE_METRICS = ("hard", "soft", "mixed")
+GATE_METRICS = ("auto", "hard", "soft", "mixed")
 BUFFER_SCOPES = ("epoch", "run")
 
 
@@ -62,8 +62,12 @@ class RunConfig:
     # --- gate ---
     use_gate: bool = True  # without the gate every candidate is accepted (ablation only)
     # "strict" is the published rule (the candidate's mean must beat the incumbent's).
-    gate_mode: str = "paired"  # same decisions as strict at the default alpha and metric, fewer calls: stops early
-    gate_metric: str = "hard"  # reference scores the selection split by hard accuracy
+    gate_mode: str = "paired"  # strict's decisions at the default alpha on hard scores, fewer calls: stops early
+    # "auto" is resolved when the run starts (for_task): hard, the reference's metric, where the
+    # scorer is all-or-nothing; mixed where it gives partial credit (JSON fields, contained texts,
+    # a judge's grade, a right answer in the wrong form, the task's own code). An all-or-nothing
+    # item's mixed value is its hard value, so items that all score 0 or 1 get the same decisions.
+    gate_metric: str = "auto"  # hard for all-or-nothing scorers, mixed where partial credit shows progress
     gate_mixed_weight: float = 0.5  # weight of soft in the mixed metric: (1-w)*hard + w*soft
     gate_min_delta: float = 0.0  # paired mode: required mean per-item gain; 0 = any strict gain
     gate_alpha: float = 0.5  # paired mode: one-sided sign test level; 0.5 accepts any net win, lower is stricter
@@ -127,6 +131,13 @@ class RunConfig:
 
     def replace(self, **changes: Any) -> "RunConfig":
         return load_mapping({**self.to_dict(), **changes})
+
+    def for_task(self, task: Any) -> "RunConfig":
+        """This config with an "auto" gate metric resolved for `task`: "mixed" if its scorer
+        gives partial credit (a plug-in that does not say is assumed to), else "hard"."""
+        if self.gate_metric != "auto":
+            return self
+        return dataclasses.replace(self, gate_metric="mixed" if getattr(task, "partial_credit", True) else "hard")
 
     @property
     def judge(self) -> str:

@@ -28,14 +28,16 @@ METRICS = ("hard", "soft", "mixed")
 
 
 def metric_value(hard: float, soft: float, metric: str, mixed_weight: float = 0.5) -> float:
-    """One item's gate value: hard (0/1), soft (0..1) or (1-w)*hard + w*soft."""
+    """One item's gate value: hard (0/1), soft (0..1) or (1-w)*hard + w*soft, written so that an
+    item whose soft equals its hard gets exactly its hard value."""
     if metric == "hard":
         return float(hard)
     if metric == "soft":
         return float(soft)
     if metric == "mixed":
-        return (1.0 - mixed_weight) * hard + mixed_weight * soft
-    raise ValueError(f"unknown gate metric {metric!r}; choose from {', '.join(METRICS)}")
+        return hard + mixed_weight * (soft - hard)
+    raise ValueError(f"unknown gate metric {metric!r}; choose from {', '.join(METRICS)} "
+                     f"(\"auto\" is resolved by RunConfig.for_task before a run scores anything)")
 
 
 def mean_score(pairs: Iterable[tuple[float, float]], metric: str, mixed_weight: float = 0.5) -> float:

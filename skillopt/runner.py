@@ -76,6 +76,7 @@ def prepare(task_ref, config: RunConfig, seed_skill: str | None = None):
 def start(store: Store, task_ref, config: RunConfig, *, name: str = "", run_id: str | None = None,
           seed_skill: str | None = None, callbacks: tuple = ()) -> tuple[str, str]:
     task = prepare(task_ref, config, seed_skill)
+    config = config.for_task(task)  # stored resolved: readers and a resume see the metric it ran on
     run_id = run_id or new_run_id()
     if store.run(run_id) is not None:
         raise UserError(f"run {run_id} already exists")

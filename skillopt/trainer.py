@@ -396,5 +396,5 @@ class Trainer:
 
 def fit(task, config: RunConfig, models: Models, hooks: Hooks, *, run_id: str,
         state: State | None = None) -> RunStatus:
-    """Train; returns the final status (completed | stopped | failed | budget_exhausted)."""
-    return Trainer(task, config, models, hooks, run_id).fit(state)
+    """Train (an "auto" gate metric resolved for the task); returns the final status."""
+    return Trainer(task, config.for_task(task), models, hooks, run_id).fit(state)

@@ -9,7 +9,7 @@ def test_reference_defaults():
     assert (c.num_epochs, c.batch_size, c.minibatch_size, c.analyst_workers) == (4, 40, 8, 16)
     assert (c.learning_rate, c.min_learning_rate, c.lr_scheduler) == (4, 2, "cosine")
     # paired: the published strict rule's decisions at these defaults, in fewer calls
-    assert (c.use_gate, c.gate_mode, c.gate_metric, c.gate_mixed_weight) == (True, "paired", "hard", 0.5)
+    assert (c.use_gate, c.gate_mode, c.gate_metric, c.gate_mixed_weight) == (True, "paired", "auto", 0.5)
     assert (c.use_slow_update, c.slow_update_samples, c.slow_update_gate, c.use_meta_skill) == (True, 20, True, True)
     assert (c.failure_only, c.rejected_buffer_scope, c.approval_mode, c.seed) == (False, "epoch", False, 42)
     assert (c.selection_size, c.test_size) == (0, 0)
@@ -90,3 +90,17 @@ def test_frozen_and_round_trip():
 def test_simulated_flag():
     assert load_config(None, ["target_model=sim/target"]).simulated
     assert not RunConfig().simulated
+
+
+class _Task:
+    def __init__(self, partial: bool | None):
+        if partial is not None:
+            self.partial_credit = partial
+
+
+@pytest.mark.parametrize("partial,metric", [(False, "hard"), (True, "mixed"), (None, "mixed")])
+def test_the_auto_metric_resolves_by_whether_the_task_gives_partial_credit(partial, metric):
+    # None: a plug-in task that does not say; mixed equals hard on all-or-nothing items anyway
+    assert RunConfig().for_task(_Task(partial)).gate_metric == metric
+    assert RunConfig(gate_metric="soft").for_task(_Task(partial)).gate_metric == "soft"  # a choice is kept
+    assert RunConfig(gate_metric="hard").for_task(_Task(partial)) == RunConfig(gate_metric="hard")

@@ -21,6 +21,14 @@ def test_metric_value(hard, soft, metric, w, expected):
 def test_metric_value_rejects_unknown_metric():
     with pytest.raises(ValueError, match="unknown gate metric"):
         metric_value(1, 1, "f1", 0.5)
+    with pytest.raises(ValueError, match="resolved by RunConfig.for_task"):
+        metric_value(1, 1, "auto", 0.5)  # a run resolves "auto" before it scores anything
+
+
+@pytest.mark.parametrize("w", [0.1, 0.3, 0.5, 0.7, 0.9, 1 / 3])
+def test_mixed_is_exactly_hard_on_an_all_or_nothing_item(w):
+    # exact, not approximate: the "auto" metric promises the same decisions as hard on such items
+    assert metric_value(1.0, 1.0, "mixed", w) == 1.0 and metric_value(0.0, 0.0, "mixed", w) == 0.0
 
 
 @pytest.mark.parametrize("pairs, metric, expected", [

@@ -125,10 +125,12 @@ def test_a_store_without_the_no_skill_row_or_the_lift_reads_null_and_misses(sim_
     conn = sqlite3.connect(db)
     with conn:
         conn.execute("DELETE FROM tests WHERE run_id = ? AND which = 'none'", (run_id,))
+        conn.execute("DELETE FROM rollouts WHERE run_id = ? AND purpose = 'test_none'", (run_id,))
         conn.execute("DROP TABLE IF EXISTS lift")  # a store from before the lift table
     conn.close()
     row = learning.read_run(db, run_id)
     assert row["test"]["none"] is None and row["lift"] is None and row["test"]["best"] is not None
+    assert row["test_hard"]["none"] is None and row["lift_hard"] is None
     checks = learning.targets("classification", row)
     assert not checks["lift"]["met"] and "no-skill test" in checks["lift"]["detail"]
     assert "lift interval" in checks["lift"]["detail"] and not checks["no_harm"]["met"]
@@ -150,13 +152,31 @@ def test_the_lift_row_is_read_as_stored(sim_bench, tmp_path):
                     "breakdown": {"bulky": {"n": 12, "best": 0.75, "seed": 0.25, "none": 0.333}}}
 
 
+def test_hard_figures_are_read_from_the_test_rollouts_and_match_a_hard_run(sim_bench):
+    db, first = sim_bench[0], sim_bench[1]
+    row = learning.read_run(db, first["run_id"])
+    assert row["metric"] == "hard"  # sim-rulebook's choice scorer is all or nothing
+    # on a run gated on hard the recomputed figures are the stored ones, interval included
+    assert row["test_hard"] == row["test"]
+    assert {k: row["lift_hard"][k] for k in ("baseline", "best", "lift", "ci_low", "ci_high", "n_items")} == \
+        {k: row["lift"][k] for k in ("baseline", "best", "lift", "ci_low", "ci_high", "n_items")}
+
+
 # ------------------------------------------------------------ targets
 
 def fake_row(none=0.5, seed=0.4, best=0.6, ci_low=0.01, usable=20, replies=20, status="completed") -> dict:
-    return {"status": status, "reason": "", "test": {"none": none, "seed": seed, "best": best, "final": best},
-            "lift": {"ci_low": ci_low}, "edits": {"contradicted": 0, "contradicted_accepted": 0},
+    scores = {"none": none, "seed": seed, "best": best, "final": best}
+    return {"status": status, "reason": "", "test": scores, "test_hard": scores, "lift": {"ci_low": ci_low},
+            "lift_hard": {"ci_low": ci_low}, "edits": {"contradicted": 0, "contradicted_accepted": 0},
             "optimizer_replies": {"usable": usable, "all": replies,
                                   "share": usable / replies if replies else None}}
+
+
+def test_a_run_gated_on_mixed_is_judged_on_hard_accuracy():
+    row = {**fake_row(none=0.2, seed=0.3, best=0.6, ci_low=0.1), "metric": "mixed",
+           "test_hard": {"none": 0.0, "seed": 0.0, "best": 0.05, "final": 0.05}, "lift_hard": {"ci_low": 0.0}}
+    checks = learning.targets("format", row)  # +30 points of partial credit, +5 of items wholly right
+    assert not checks["lift"]["met"] and "best 0.050" in checks["lift"]["detail"]
 
 
 @pytest.mark.parametrize("best, ci_low, met", [

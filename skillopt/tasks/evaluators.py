@@ -59,6 +59,7 @@ class Scorer(Protocol):
     version: str  # changes whenever the scoring could change: type, options, code
     needs_expected: bool  # False: items may omit the answer field
     answer_kind: str  # label | number | fields | text: how the optimizer reads the cases
+    partial_credit: bool  # soft can lie between 0 and 1: the "auto" gate metric is then mixed
 
     def describe(self) -> str: ...  # what a reply must look like, in one sentence
 
@@ -117,6 +118,7 @@ class Exact:
     version: str
     needs_expected = True
     answer_kind = "label"  # the reflection's template; a task with many distinct answers reads as text
+    partial_credit = True  # soft 0.5: the right answer in another case, spacing or punctuation
 
     def describe(self) -> str:
         return "the whole reply must equal the expected answer exactly (nothing before or after it)"
@@ -139,6 +141,7 @@ class Normalized:
     version: str
     needs_expected = True
     answer_kind = "label"
+    partial_credit = False  # all or nothing
 
     def describe(self) -> str:
         return "the whole reply must equal the expected answer, case and punctuation ignored"
@@ -162,6 +165,11 @@ class Numeric:
     marker: str
     needs_expected = True
     answer_kind = "number"
+
+    @property
+    def partial_credit(self) -> bool:
+        """With a marker, soft 0.5 is the right last number without the marker line."""
+        return bool(self.marker)
 
     def describe(self) -> str:
         where = (f"the reply must end with a line '{self.marker} <number>'; the number after '{self.marker}'"
@@ -218,6 +226,7 @@ class Regex:
     ignore_case: bool
     needs_expected: bool
     answer_kind = "text"
+    partial_credit = False  # all or nothing
 
     def describe(self) -> str:
         return f"the whole reply must match the pattern /{clip(self.pattern, 120)}/"
@@ -246,6 +255,7 @@ class Choice:
     lenient: bool
     needs_expected = True
     answer_kind = "label"
+    partial_credit = False  # all or nothing
 
     def describe(self) -> str:
         return f"the reply must be exactly one of: {', '.join(self.labels)}"
@@ -288,6 +298,7 @@ class Contains:
     ignore_case: bool
     needs_expected = True
     answer_kind = "text"
+    partial_credit = True  # the share of the expected texts found
 
     def describe(self) -> str:
         return "the reply must contain the expected text" + (" (case ignored)" if self.ignore_case else "")

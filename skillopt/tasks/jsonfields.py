@@ -24,6 +24,7 @@ class JsonFields:
     ignore_case: bool
     needs_expected = True
     answer_kind = "fields"
+    partial_credit = True  # the share of fields right
 
     def describe(self) -> str:
         named = f" with the fields {', '.join(self.fields)}" if self.fields else " with the expected fields"

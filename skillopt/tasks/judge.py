@@ -31,6 +31,7 @@ class LlmJudge:
     needs_expected = False  # a reference answer is shown to the judge when the item has one
     uses_judge = True  # its grades depend on the judge model: part of the evaluation-cache key
     answer_kind = "text"
+    partial_credit = True  # the judge's grade
 
     def describe(self) -> str:
         return f"a judge model grades the reply from 0 to 1 against this rubric: {clip(self.rubric, 300)}"

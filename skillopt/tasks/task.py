@@ -157,6 +157,11 @@ class Task:
         return [{"role": "system", "content": skill}, {"role": "user", "content": self.render(item)}]
 
     @property
+    def partial_credit(self) -> bool:
+        """Whether a reply can score between 0 and 1 (the "auto" gate metric: config.for_task)."""
+        return bool(getattr(self.evaluator, "partial_credit", True))
+
+    @property
     def uses_judge(self) -> bool:
         """Whether scores depend on the judge model (which then belongs in the cache key)."""
         return bool(getattr(self.evaluator, "uses_judge", False))

@@ -112,6 +112,7 @@ class PythonFunction:
     function: Callable
     needs_expected = False  # the user's function decides what it needs
     answer_kind = "text"
+    partial_credit = True  # the function may return any soft score
 
     def describe(self) -> str:
         return f"the task's own function {self.name} scores the reply; its feedback says what it wants"

@@ -70,6 +70,20 @@ CASES = [
 ]
 
 
+def test_a_scorer_says_whether_it_gives_partial_credit():
+    # every case above with a soft score strictly between 0 and 1 comes from a scorer that says so
+    for table, expected, output, hard, soft, _ in CASES:
+        if 0 < soft < 1:
+            assert build_evaluator(table).partial_credit, table
+    says = {t: build_evaluator(table).partial_credit for t, table in [
+        ("exact", {"type": "exact"}), ("normalized", {"type": "normalized"}), ("numeric", {"type": "numeric"}),
+        ("marker", {"type": "numeric", "marker": "Answer:"}), ("regex", {"type": "regex", "pattern": "x"}),
+        ("choice", {"type": "choice", "labels": ["a", "b"]}), ("contains", {"type": "contains"}),
+        ("json", {"type": "json_fields"}), ("judge", {"type": "llm_judge", "rubric": "r"})]}
+    assert says == {"exact": True, "normalized": False, "numeric": False, "marker": True, "regex": False,
+                    "choice": False, "contains": True, "json": True, "judge": True}
+
+
 @pytest.mark.parametrize("table, expected, output, hard, soft, words", CASES)
 def test_evaluator_table(table, expected, output, hard, soft, words):
     result = build_evaluator(table).evaluate(item(expected), clean_output(output))
