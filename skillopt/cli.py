@@ -189,7 +189,11 @@ def cmd_show(args) -> int:
               f"{_ci(s, 'train_interval')} selection {s['selection_score'] or 0:.3f}{_ci(s, 'selection_interval')} "
               f"candidate {s['candidate_score'] or 0:.3f}{_ci(s, 'candidate_interval')} "
               f"{s['decision']} ({s['n_applied']}/{s['n_proposed']} edits applied)")
-    print("test: " + ", ".join(_test_line(w, doc) for w in doc["test"]))
+    metric = run["config"].get("gate_metric", "hard")
+    print(f"test{'' if metric == 'hard' else f' ({metric})'}: " + ", ".join(_test_line(w, doc) for w in doc["test"]))
+    if metric != "hard":  # scores with partial credit: the share of items wholly right beside them
+        print("test hard: " + ", ".join(f"{w} {doc['test_items'][w]['hard']:.3f}" for w in doc["test"]
+                                        if doc["test_items"].get(w)))
     if doc["lift"]:
         lift = doc["lift"]
         print(f"lift: best {lift['best_score']:.3f} vs {lift['baseline']} {lift['baseline_score']:.3f}: "

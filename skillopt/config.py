@@ -113,6 +113,9 @@ class RunConfig:
     max_calls: int = 0  # 0 = unlimited; counts real (uncached) model calls of all roles
     max_cost_usd: float = 0.0  # 0 = unlimited; litellm cost map, local and simulated models cost 0
     # --- performance ---
+    # Only where the target runs calls side by side (its provider's concurrency and max_concurrency
+    # above 1): the embedded model and instant simulated ones take one call at a time, so there the
+    # warming would only hold up the gate, and an accepted candidate would waste what it warmed.
     speculative_rollouts: bool = True  # roll out the next batch with the incumbent while the gate runs
     # --- integrations (skillopt/integrations): a failing one is a warning event, never a failed run ---
     mlflow_tracking_uri: str = ""  # empty = no MLflow; sqlite:///mlflow.db or http://127.0.0.1:5000 logs the run live

@@ -273,9 +273,9 @@ class Trainer:
         return "accept", state
 
     def speculate(self, step: int, incumbent: str):
-        """Warm the cache with the next batch under the incumbent while the gate runs."""
+        """Warm the cache with the next batch under the incumbent while the gate runs (spare workers only)."""
         c, plan, nxt = self.config, self.plan, step + 1
-        due = (c.speculative_rollouts and c.use_cache and self.hooks.cache is not None
+        due = (c.speculative_rollouts and self.evaluator.workers > 1 and c.use_cache and self.hooks.cache is not None
                and nxt <= plan.total_steps and plan.epoch_of(nxt) == plan.epoch_of(step))
         return speculation.warming(self.evaluator, incumbent, plan.batch(nxt) if due else None, nxt,
                                    self.hooks.should_stop)

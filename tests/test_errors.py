@@ -61,7 +61,7 @@ class StubEvaluate:
 
 
 def validator(results, *overrides: str) -> tuple[Validator, StubEvaluate]:
-    config = load_config(None, ["gate_mode=strict", *overrides])
+    config = load_config(None, ["gate_mode=strict", "gate_metric=hard", *overrides])  # resolved, as a run's is
     plan = SimpleNamespace(selection=tuple(Item(i, {}, "x", "selection") for i in "abcd"), step_seed=lambda s: 1)
     stub = StubEvaluate(results)
     return Validator(config, plan, evaluator=stub, evaluate=stub, emit=lambda e: None, run_id="r"), stub

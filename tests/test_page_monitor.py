@@ -298,6 +298,17 @@ def test_stage_strip_and_call_totals():
         "Test split: no skill 0.200 · seed skill 0.250 · best skill 0.500"
 
 
+def test_a_run_gated_on_partial_credit_names_its_metric_and_gives_hard_accuracy():
+    figures = (("none", 0.2, 0.0), ("seed", 0.3, 0.0), ("best", 0.6, 0.1), ("final", 0.6, 0.1))
+    tests = {w: {"score": score, "hard": hard} for w, score, hard in figures}
+    run = {"config": {"gate_metric": "mixed"}, "status": "completed", "started_at": 0.0, "finished_at": 60.0}
+    head, detail = mon.test_headline(run, tests, None)
+    assert head == "**Test split (mixed score):** no skill 0.200 / seed 0.300 → **best 0.600**"
+    assert "hard accuracy no skill 0.000 / seed 0.000 → best 0.100 · took" in detail
+    head, detail = mon.test_headline({**run, "config": {"gate_metric": "hard"}}, tests, None)
+    assert head.startswith("**Test split:**") and "hard accuracy" not in detail
+
+
 def test_resume_and_the_dashboard_share_one_liveness_check(sim_run, tmp_path):
     """`resume` refuses a run whose trainer process still lives, the one the Monitor shows as running."""
     from skillopt import runner

@@ -6,7 +6,11 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
+from skillopt.cli import main
 from skillopt.models.providers import HandlerResult, register_provider
+from skillopt.store.export import run_document
 from skillopt.store.reader import Reader
 from skillopt.tasks.loader import load_task
 from tests.helpers import run_sim
@@ -55,7 +59,7 @@ def _run(tmp_path: Path, *overrides: str) -> tuple[Reader, str]:
     return Reader(db), run_id
 
 
-def test_an_edit_that_gets_more_fields_right_is_kept_on_the_auto_metric(tmp_path):
+def test_an_edit_that_gets_more_fields_right_is_kept_on_the_auto_metric(tmp_path, capsys):
     r, run_id = _run(tmp_path)
     assert json.loads(r.run(run_id)["config_json"])["gate_metric"] == "mixed"  # stored resolved
     first = r.q("SELECT decision, wins, losses, current_score, candidate_score FROM gate_decisions "
@@ -67,6 +71,14 @@ def test_an_edit_that_gets_more_fields_right_is_kept_on_the_auto_metric(tmp_path
     tests = {t["which"]: (t["hard"], round(t["soft"], 6)) for t in r.q(
         "SELECT which, hard, soft FROM tests WHERE run_id = ?", (run_id,))}
     assert tests["seed"] == (0.0, round(1 / 3, 6)) and tests["best"] == (0.0, round(2 / 3, 6))
+    # `show` and run.json name the metric and give hard accuracy beside the mixed scores
+    assert main(["show", run_id, "--db", str(tmp_path / "s.db")]) == 0
+    out = capsys.readouterr().out
+    assert "test (mixed): seed 0.167, best 0.333, final 0.333, none 0.167" in out
+    assert "test hard: seed 0.000, best 0.000, final 0.000, none 0.000" in out
+    doc = run_document(r, run_id)
+    assert doc["test"]["best"] == pytest.approx(1 / 3) and doc["test_items"]["best"]["hard"] == 0.0
+    assert doc["test_items"]["best"]["soft"] == pytest.approx(2 / 3)
 
 
 def test_the_hard_metric_cannot_see_that_progress(tmp_path):

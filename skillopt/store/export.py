@@ -55,7 +55,7 @@ def run_document(reader: Reader, run_id: str) -> dict[str, Any]:
         "lift": reader.lift(run_id),
         # Errored items are left out of a test score: how many each score stands on.
         "test_items": {w: {"n_items": tests[w]["n_items"], "n_errors": tests[w]["n_errors"],
-                           "complete": bool(tests[w]["complete"])}
+                           "complete": bool(tests[w]["complete"]), "hard": tests[w]["hard"], "soft": tests[w]["soft"]}
                        | intervals(tests[w], {"interval": ("score_lo", "score_hi")})
                        for w in TEST_SKILLS if w in tests},
         "usage": {k: usage.get(k, 0) for k in ("target_calls", "optimizer_calls", "judge_calls", "prompt_tokens",

@@ -29,8 +29,8 @@ Types and options (task.toml [evaluator] table; unknown options are an error):
                                          here ("python:module:fn" as the type also works)
     llm_judge    rubric, threshold=0.5   asks the judge for {"score": 0..1, "feedback"}
 
-Here: the registry and the string and number comparisons; json_fields, llm_judge and
-user code (imported only through usercode.load_callable) have modules of their own.
+Here: the registry and the string and number comparisons; choice, json_fields, llm_judge
+and user code (imported only through usercode.load_callable) have modules of their own.
 """
 from __future__ import annotations
 
@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
 
 from .answers import clip, find_numbers, format_number, normalize_text, parse_number, show, tail
+from .choice import Choice
 from ..errors import TaskError
 from .jsonfields import JsonFields
 from .judge import JUDGE_SYSTEM, LlmJudge
@@ -246,50 +247,6 @@ class Regex:
             return Evaluation(1.0, 1.0, "correct: matches the required pattern")
         return Evaluation(0.0, 0.0, f"the whole reply must match /{clip(compiled.pattern, 80)}/, "
                                     f"got {show(output)}")
-
-
-@dataclass(frozen=True)
-class Choice:
-    version: str
-    labels: tuple[str, ...]
-    lenient: bool
-    needs_expected = True
-    answer_kind = "label"
-    partial_credit = False  # all or nothing
-
-    def describe(self) -> str:
-        return f"the reply must be exactly one of: {', '.join(self.labels)}"
-
-    def check(self, expected: Any) -> str:
-        if not isinstance(expected, str) or normalize_text(expected) not in map(normalize_text, self.labels):
-            return f"expected answer {show(expected)} is not one of the labels: {', '.join(self.labels)}"
-        return ""
-
-    def match(self, output: str) -> tuple[str | None, list[str]]:
-        """(the label chosen or None, labels named) for one output."""
-        said = normalize_text(output)
-        for label in self.labels:
-            if said == normalize_text(label):
-                return label, [label]
-        named = [label for label in self.labels
-                 if re.search(rf"(?<!\w){re.escape(normalize_text(label))}(?!\w)", said)]
-        if self.lenient and len(named) == 1:
-            return named[0], named
-        return None, named
-
-    def evaluate(self, item: Item, output: str, judge: Callable | None = None) -> Evaluation:
-        expected = next((l for l in self.labels if normalize_text(l) == normalize_text(item.expected)),
-                        str(item.expected))
-        chosen, named = self.match(output)
-        if chosen == expected:
-            return Evaluation(1.0, 1.0, f"correct: {expected}")
-        if chosen is not None:
-            return Evaluation(0.0, 0.0, f"chose '{chosen}' but expected '{expected}'")
-        if len(named) > 1:
-            return Evaluation(0.0, 0.0, f"the reply names several labels ({', '.join(named)}); answer with exactly "
-                                        f"one; expected '{expected}', got {show(output)}")
-        return Evaluation(0.0, 0.0, f"the reply {show(output)} is not a label; answer with exactly one of: "
-                                    f"{', '.join(self.labels)}; expected '{expected}'")
 
 
 @dataclass(frozen=True)

@@ -112,10 +112,17 @@ def test_headline(run: Mapping[str, Any], tests: Mapping[str, Mapping[str, Any]]
                 f"on the test split when training ends · {took}")
     scores = {w: tests[w]["score"] for w in TEST_LABELS if w in tests and tests[w]["score"] is not None}
     before = " / ".join(f"{TEST_LABELS[w]} {scores[w]:.3f}" for w in ("none", "seed") if w in scores)
-    head = f"**Test split:** {before} → **best {scores.get('best', 0):.3f}**"
+    # A run gated on partial credit scores its tests on that metric: say so, and give the share
+    # of items wholly right beside it, which is what "accuracy" means to a reader.
+    metric = (run.get("config") or {}).get("gate_metric", "hard")
+    named = "" if metric == "hard" else f" ({metric} score)"
+    head = f"**Test split{named}:** {before} → **best {scores.get('best', 0):.3f}**"
     if "final" in scores and scores["final"] != scores.get("best"):
         head += f" · final {scores['final']:.3f}"
-    return head, f"{lift_text(lift, scores)} · {took}"
+    hard = {w: tests[w].get("hard") for w in ("none", "seed", "best") if w in tests}
+    accuracy = "" if metric == "hard" or None in hard.values() else " · hard accuracy " + " / ".join(
+        f"{TEST_LABELS[w]} {hard[w]:.3f}" for w in ("none", "seed") if w in hard) + f" → best {hard['best']:.3f}"
+    return head, f"{lift_text(lift, scores)}{accuracy} · {took}"
 
 
 def lift_text(lift: Mapping[str, Any] | None, scores: Mapping[str, float]) -> str:
