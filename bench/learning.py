@@ -296,8 +296,9 @@ def describe(row: dict) -> str:
         return f"{row['task']} [{row['type']}]: ERROR {row['reason']}"
     s, lift, e, st = row["test"], row["lift"], row["edits"], row["steps"]
     h, lh = row["test_hard"], row["lift_hard"]
-    lift_text = (f"lift ({row['metric']}) {lift['lift'] * 100:+.1f} pts over {lift['baseline']} (95% CI {lift['ci_low'] * 100:+.1f} to "
-                 f"{lift['ci_high'] * 100:+.1f}, {lift['n_items']} items)" if lift else "lift null")
+    lift_text = (f"lift ({row['metric']}) {lift['lift'] * 100:+.1f} pts over {lift['baseline']} "
+                 f"(95% CI {lift['ci_low'] * 100:+.1f} to {lift['ci_high'] * 100:+.1f}, {lift['n_items']} items)"
+                 if lift else "lift null")
     reasons = ", ".join(f"{k} {v}" for k, v in e["not_applied"].items()) or "none"
     r, c = row["optimizer_replies"], row["calls"]
     lines = [f"{row['task']} [{row['type']}] run {row['run_id']} {row['status']}, {row['wall_s']:.0f} s",

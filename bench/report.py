@@ -20,9 +20,12 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 BENCHES = ("calls", "overhead", "dashboard", "local_model", "faults", "learning", "real_model", "sweep", "checks",
            "learning-worked-examples", "learning-examples-off", "learning-examples-per-trial",
-           "learning-examples-pooled", "learning-before-template")
+           "learning-examples-pooled", "learning-before-template", "learning-before-auto-metric")
 # Earlier learning runs kept beside the current defaults' (name -> what differed), each its own table.
 LEARNING_TRIALS = {
+    "learning-before-auto-metric": "The defaults before the auto gate metric (a choice scorer is all or nothing, so "
+                                   "on ticket-routing the auto metric is hard and gates the same), with speculative "
+                                   "rollouts that warmed the next batch while the gate ran",
     "learning-before-template": "The defaults before the reply-template trial (worked examples only, the trial's gate "
                                 "holding the pooled record as its prior)",
     "learning-examples-pooled": "Worked examples pooled, each trial's gate stopping at its own decision (the defaults "
@@ -342,6 +345,11 @@ def learning_cells(task: str, row: dict) -> str:
     score = {w: "n/a" if s.get(w) is None else f"{s[w]:.3f}" for w in ("none", "seed", "best", "final")}
     lift_cell = (f"{_pts(lift['lift'])} pts over {lift['baseline']} ({_pts(lift['ci_low'])} to {_pts(lift['ci_high'])})"
                  if lift else "n/a")
+    metric, h, lh = row.get("metric", "hard"), row.get("test_hard") or {}, row.get("lift_hard")
+    if metric != "hard":  # gated on partial credit: its scores, then hard accuracy (what the targets judge)
+        score = {w: f"{v} {metric}, {'n/a' if h.get(w) is None else f'{h[w]:.3f}'} hard" for w, v in score.items()}
+        lift_cell = f"{metric}: {lift_cell}; hard: " + (
+            f"{_pts(lh['lift'])} pts over {lh['baseline']} ({_pts(lh['ci_low'])} to {_pts(lh['ci_high'])})" if lh else "n/a")
     st, r, c = row["steps"], row["optimizer_replies"], row["calls"]
     x = row.get("examples_trials")  # absent in results saved before the trials existed
     tried = f" (worked examples kept {x['accepted']} of {x['accepted'] + x['rejected']})" if x else ""

@@ -351,6 +351,17 @@ def test_the_steps_cell_says_whether_the_reply_template_was_kept(sim_bench):
         assert "reply template" not in cell
 
 
+def test_a_row_gated_on_mixed_shows_both_metrics(sim_bench):
+    lift = {"baseline": "seed", "lift": 0.2, "ci_low": 0.1, "ci_high": 0.3}
+    row = {**sim_bench[1], "metric": "mixed", "test": {"none": 0.2, "seed": 0.3, "best": 0.5, "final": 0.5},
+           "test_hard": {"none": 0.0, "seed": 0.0, "best": 0.05, "final": 0.05}, "lift": lift,
+           "lift_hard": {**lift, "baseline": "none", "lift": 0.05, "ci_low": 0.0, "ci_high": 0.1}}
+    cell = report.learning_cells("invoice-extraction", row)
+    assert "| 0.200 mixed, 0.000 hard | 0.300 mixed, 0.000 hard | 0.500 mixed, 0.050 hard |" in cell
+    assert "mixed: +20.0 pts over seed (+10.0 to +30.0); hard: +5.0 pts over none (+0.0 to +10.0)" in cell
+    assert " hard |" not in report.learning_cells("sim-rulebook", sim_bench[1])  # a hard run: one figure each
+
+
 def test_the_parcel_lockers_task_is_a_held_out_family_with_its_rules_in_every_split(tmp_path):
     from skillopt.tasks.loader import load_task, validate_task
 
