@@ -26,6 +26,7 @@ from typing import Sequence
 from .config import RunConfig
 from .errors import ModelError
 from .evidence import STOP_WORDS, Evidence, contradiction
+from .models.providers import prompt_fault
 from .patch import Edit
 from .prompts import clip, prompt_messages
 from .proposals import EXTRA_EDITS, DroppedEdit, parse_edits, reflect_schema
@@ -359,9 +360,11 @@ def reflect(optimizer, skill: str, trajectories: Sequence[Trajectory], *, budget
 
 def alive(minibatches: Sequence[MinibatchResult], model: str) -> tuple[MinibatchResult, ...]:
     """The step's minibatches, unless every reflection call failed (an unparseable reply is the
-    optimizer's answer, not a failure): a dead optimizer would otherwise skip every step and
-    "complete" having learned nothing, so that raises ModelError."""
-    dead = [m for m in minibatches if not m.ok and not m.error.startswith("invalid_json")]
+    optimizer's answer, and a prompt longer than its context is the prompt's fault, not a
+    failure): a dead optimizer would otherwise skip every step and "complete" having learned
+    nothing, so that raises ModelError."""
+    dead = [m for m in minibatches
+            if not m.ok and not m.error.startswith("invalid_json") and not prompt_fault(m.error)]
     if minibatches and len(dead) == len(minibatches):
         raise ModelError(f"all {len(dead)} reflection calls of {model} failed ({dead[0].error}); "
                          f"stopping instead of skipping every step")

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from . import events as ev
 from .models.llm import LLM
-from .models.providers import GenSettings
+from .models.providers import GenSettings, prompt_fault
 from .skill import sha
 from .tasks.task import Evaluation, Item, Trajectory
 
@@ -59,6 +59,13 @@ class Batch:
     def scored(self) -> tuple[Trajectory, ...]:
         """The trajectories with a real score (errored items are left out of every mean)."""
         return tuple(t for t in self.trajectories if not t.error)
+
+    @property
+    def dead(self) -> bool:
+        """Every item failed, and not only because its prompt was longer than the target's context
+        (a skill too long for the target is that skill's problem): the backend is down."""
+        return (bool(self.trajectories) and self.n_errors == len(self.trajectories)
+                and not all(prompt_fault(t.error) for t in self.trajectories))
 
     def complete(self, max_error_rate: float) -> bool:
         """Whether the errored items are few enough for the means to stand for the batch."""

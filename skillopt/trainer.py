@@ -73,7 +73,7 @@ class Trainer:
 
     def evaluate(self, skill: str, items, *, step: int, split: str, purpose: str, stage: str) -> Batch:
         batch = self.evaluator.run(skill, items, step=step, split=split, purpose=purpose, stage=stage)
-        if batch.trajectories and batch.n_errors == len(batch.trajectories):
+        if batch.dead:
             # The published SkillOpt's worst failure mode: a dead backend (target or judge)
             # silently scores 0. Errored items are left out of every mean; none left is a stop.
             raise ModelError(f"all {len(batch.trajectories)} rollouts failed ({batch.trajectories[0].error}; "

@@ -205,7 +205,7 @@ class Validator:
                 flipped.append((item_id, values[item_id], self.value(traj)))
         self.emit(ev.RolloutsDone(run_id=self.run_id, step=step, split="selection", purpose=f"{stage}_candidate",
                                   skill_sha=sha(candidate), trajectories=tuple(trajs), cached=tuple(hits)))
-        if trajs and all(t.error for t in trajs):
+        if Batch(tuple(trajs), tuple(hits)).dead:  # a candidate too long for the target is only rejected
             raise ModelError(f"all {len(trajs)} gate rollouts failed ({trajs[0].error}); stopping instead of "
                              f"scoring them 0")
         scored = [t for t in trajs if not t.error]

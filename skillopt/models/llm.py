@@ -32,7 +32,7 @@ from ..vocabulary import CALL_STAGES, ROLES
 from . import bridge, providers
 from .jsonreply import extract_json
 from .limits import Meter, limiter
-from .providers import GenSettings, HandlerResult, ProviderError
+from .providers import PROMPT_KINDS, GenSettings, HandlerResult, ProviderError
 from .redaction import one_line, redact
 
 if TYPE_CHECKING:
@@ -253,6 +253,8 @@ class LLM:
             except ProviderError as exc:
                 message = one_line(redact(f"{exc.kind}: {exc}", (self.api_key_env,)))
                 failed = Reply(text="", latency_s=_clock() - start, error=message)
+                if exc.kind in PROMPT_KINDS:  # the same prompt fails again: this call fails, the run goes on
+                    return failed, attempt, "", None
                 if not exc.retryable:
                     return failed, attempt, "", ModelError(f"{self.role} model {self.model} failed: {message}")
                 if attempt > settings.max_retries:

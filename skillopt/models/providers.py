@@ -9,7 +9,7 @@ imported; `lookup` imports them on first use, so nothing here pulls llama.cpp or
 simulator in until a model of theirs is asked for.
 
 Public API:
-    GenSettings, HandlerResult, Handler, ProviderError, RETRYABLE_KINDS, FATAL_KINDS
+    GenSettings, HandlerResult, Handler, ProviderError, RETRYABLE_KINDS, FATAL_KINDS, PROMPT_KINDS, prompt_fault
     register_provider(prefix, handler, via_litellm=False, preflight=None)
     lookup(prefix) -> Provider | None;  registered() -> list[tuple[str, Provider]]
     BUILTIN_PROVIDERS: prefix -> module that registers it
@@ -50,14 +50,24 @@ Handler = Callable[[str, list[dict], GenSettings, dict | None], HandlerResult]
 Preflight = Callable[[str], str | None]
 
 RETRYABLE_KINDS = ("timeout", "rate_limit", "server", "connection", "empty")
-FATAL_KINDS = ("auth", "not_found", "context", "bad_request")
+FATAL_KINDS = ("auth", "not_found", "bad_request")
+# The prompt, not the model, is at fault (longer than the model's context window): that one call
+# fails and is not retried, but the model works, so the run goes on: a rollout errors (left out of
+# the score), a reflection is unusable, a candidate skill too long for the target is rejected.
+PROMPT_KINDS = ("context",)
+
+
+def prompt_fault(error: str) -> bool:
+    """Whether a failed call's error ("kind: message") was its prompt's fault, not the model's."""
+    return error.startswith(tuple(f"{kind}:" for kind in PROMPT_KINDS))
 
 
 class ProviderError(Exception):
     """Raised by a backend handler (and mapped from litellm's exceptions).
 
     kind: retryable = timeout | rate_limit | server | connection | empty;
-          fatal     = auth | not_found | context | bad_request.
+          fatal     = auth | not_found | bad_request;
+          prompt    = context (this call fails, the run goes on).
     retry_after: seconds the provider asked us to wait (429 Retry-After), if any.
     """
 

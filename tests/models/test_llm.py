@@ -144,7 +144,17 @@ def test_empty_replies_are_retryable(slept):
     assert reply.error.startswith("empty:") and sink2.records[0].error == reply.error
 
 
-@pytest.mark.parametrize("kind", ["auth", "not_found", "context", "bad_request"])
+def test_a_prompt_too_long_for_the_context_fails_that_call_only(slept):
+    script = Script(ProviderError("context", "Requested tokens (4126) exceed context window of 4096"), "ok")
+    model, sink = fake(script, prefix="fake_context")
+    reply = model.complete(MSGS, stage="reflect", step=2)  # no raise: the model works, this prompt does not
+    assert reply.text == "" and reply.error.startswith("context:") and "4096" in reply.error
+    assert len(script.calls) == 1 and slept == []  # never retried: the same prompt fails again
+    (record,) = sink.records
+    assert record.error == reply.error and record.stage == "reflect"
+
+
+@pytest.mark.parametrize("kind", ["auth", "not_found", "bad_request"])
 def test_fatal_errors_raise_model_error_naming_the_model(slept, kind):
     script = Script(ProviderError(kind, f"{kind} problem"))
     model, sink = fake(script)
