@@ -6,7 +6,9 @@ sys.path (bench/ scripts put it there themselves).
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any, Callable
 
 # The simulated target and optimizer: deterministic, offline, and free.
 SIM = ("target_model=sim/target", "optimizer_model=sim/optimizer")
@@ -29,3 +31,20 @@ def run_sim(db: Path, *overrides: str, task: str = "sim-rulebook", name: str = "
     finally:
         store.close()
     return run_id
+
+
+def write_task(folder: Path, name: str, description: str, evaluator: str, seed_skill: str,
+               item: Callable[[int], tuple[str, Any]], sizes: tuple[int, int, int] = (16, 8, 8)) -> Path:
+    """A task folder with one input field, `question`: `evaluator` is the TOML body of its
+    [evaluator] table, item(i) gives the i-th item's (question, answer) in every split, and
+    `sizes` the train, selection and test item counts."""
+    folder.mkdir()
+    (folder / "task.toml").write_text(
+        f'name = "{name}"\ndescription = "{description}"\nprompt = "{{question}}"\nanswer_field = "answer"\n'
+        f'id_field = "id"\ninput_fields = ["question"]\n[evaluator]\n{evaluator}\n'
+        '[splits]\ntrain = "train.jsonl"\nselection = "selection.jsonl"\ntest = "test.jsonl"\n')
+    for split, n in zip(("train", "selection", "test"), sizes):
+        rows = [dict(zip(("question", "answer"), item(i)), id=f"{split}-{i}") for i in range(n)]
+        (folder / f"{split}.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (folder / "seed_skill.md").write_text(seed_skill)
+    return folder

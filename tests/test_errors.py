@@ -21,7 +21,7 @@ from skillopt.rollout import Batch, Evaluator
 from skillopt.store.reader import Reader
 from skillopt.tasks.task import Evaluation, Item, Trajectory
 from skillopt.validation import Validator
-from tests.helpers import run_sim
+from tests.helpers import run_sim, write_task
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ("num_epochs=2", "max_steps_per_epoch=2", "batch_size=16", "slow_update_samples=8",
@@ -168,18 +168,9 @@ def test_persistently_failing_items_are_excluded_counted_and_the_gate_refuses(br
 
 
 def write_judged_task(folder: Path) -> Path:
-    folder.mkdir()
-    (folder / "task.toml").write_text(
-        'name = "judged"\ndescription = "Answers graded by a judge model."\nprompt = "{question}"\n'
-        'answer_field = "answer"\nid_field = "id"\ninput_fields = ["question"]\n'
-        '[evaluator]\ntype = "llm_judge"\nrubric = "Polite and correct."\n'
-        '[splits]\ntrain = "train.jsonl"\nselection = "selection.jsonl"\ntest = "test.jsonl"\n')
-    for split, n in (("train", 8), ("selection", 4), ("test", 4)):
-        lines = [json.dumps({"id": f"{split}-{i}", "question": f"Say thanks #{i}", "answer": "Thanks"})
-                 for i in range(n)]
-        (folder / f"{split}.jsonl").write_text("\n".join(lines) + "\n")
-    (folder / "seed_skill.md").write_text("# Skill\n\nBe polite.\n")
-    return folder
+    return write_task(folder, "judged", "Answers graded by a judge model.",
+                      'type = "llm_judge"\nrubric = "Polite and correct."', "# Skill\n\nBe polite.\n",
+                      lambda i: (f"Say thanks #{i}", "Thanks"), sizes=(8, 4, 4))
 
 
 def test_a_dead_judge_stops_the_run_and_nothing_is_scored_zero(tmp_path):

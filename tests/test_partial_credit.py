@@ -13,25 +13,16 @@ from skillopt.models.providers import HandlerResult, register_provider
 from skillopt.store.export import run_document
 from skillopt.store.reader import Reader
 from skillopt.tasks.loader import load_task
-from tests.helpers import run_sim
+from tests.helpers import run_sim, write_task
 
 RULE = "- Copy the b code from the text as field b."
 
 
 def write_codes_task(folder: Path) -> Path:
     """Three fields to extract; the seed skill says nothing about b, and c is never right."""
-    folder.mkdir()
-    (folder / "task.toml").write_text(
-        'name = "codes"\ndescription = "Extract the codes a, b and c as JSON."\n'
-        'prompt = "{text}"\nanswer_field = "answer"\nid_field = "id"\ninput_fields = ["text"]\n'
-        '[evaluator]\ntype = "json_fields"\nfields = ["a", "b", "c"]\n'
-        '[splits]\ntrain = "train.jsonl"\nselection = "selection.jsonl"\ntest = "test.jsonl"\n')
-    for split, n in (("train", 16), ("selection", 8), ("test", 8)):
-        lines = [json.dumps({"id": f"{split}-{i}", "text": f"a code A{i}, b code B{i}, c code C{i}",
-                             "answer": {"a": f"A{i}", "b": f"B{i}", "c": f"C{i}"}}) for i in range(n)]
-        (folder / f"{split}.jsonl").write_text("\n".join(lines) + "\n")
-    (folder / "seed_skill.md").write_text("# Codes\n\nReply with one JSON object.\n")
-    return folder
+    return write_task(folder, "codes", "Extract the codes a, b and c as JSON.",
+                      'type = "json_fields"\nfields = ["a", "b", "c"]', "# Codes\n\nReply with one JSON object.\n",
+                      lambda i: (f"a code A{i}, b code B{i}, c code C{i}", {"a": f"A{i}", "b": f"B{i}", "c": f"C{i}"}))
 
 
 def fields_target(name, messages, settings, response_format):

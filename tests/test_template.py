@@ -1,7 +1,6 @@
 """The reply-template trial: the scorer's reply layout, gated alone once per run (template.py)."""
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from pathlib import Path
@@ -11,7 +10,7 @@ from skillopt.models.providers import HandlerResult, register_provider
 from skillopt.store.export import run_document
 from skillopt.store.reader import Reader
 from skillopt.tasks.loader import load_task
-from tests.helpers import run_sim
+from tests.helpers import run_sim, write_task
 
 SEED = "# Sums\n\nAdd the two numbers of the question.\n"
 
@@ -29,18 +28,8 @@ def test_the_edit_adds_the_section_once_and_only_with_a_layout():
 
 def write_sums_task(folder: Path) -> Path:
     """A numeric task whose scorer reads the number after "Answer:"."""
-    folder.mkdir()
-    (folder / "task.toml").write_text(
-        'name = "sums"\ndescription = "Add two numbers; the last line is Answer: <number>."\n'
-        'prompt = "{question}"\nanswer_field = "answer"\nid_field = "id"\ninput_fields = ["question"]\n'
-        '[evaluator]\ntype = "numeric"\nmarker = "Answer:"\n'
-        '[splits]\ntrain = "train.jsonl"\nselection = "selection.jsonl"\ntest = "test.jsonl"\n')
-    for split, n in (("train", 16), ("selection", 8), ("test", 8)):
-        lines = [json.dumps({"id": f"{split}-{i}", "question": f"What is {i} plus {i + 3}?", "answer": 2 * i + 3})
-                 for i in range(n)]
-        (folder / f"{split}.jsonl").write_text("\n".join(lines) + "\n")
-    (folder / "seed_skill.md").write_text(SEED)
-    return folder
+    return write_task(folder, "sums", "Add two numbers; the last line is Answer: <number>.",
+                      'type = "numeric"\nmarker = "Answer:"', SEED, lambda i: (f"What is {i} plus {i + 3}?", 2 * i + 3))
 
 
 def boxed_target(name, messages, settings, response_format):

@@ -42,7 +42,8 @@ from .simworld import LABELS, one_order_lines, rule_for, skill_states, unit
 # Optimizer fault rates per proposed edit (malformed: per reply). Moderate by default so the gate
 # has real work to do; `faults=0` turns them all off.
 FAULTS = {"harmful": 0.12, "over_specific": 0.12, "duplicate": 0.12, "wrong_anchor": 0.12, "malformed": 0.12}
-_COMMON = {"latency": 0.0, "retry_after": 0.1, **{k: 0.0 for k in RETRYABLE_KINDS + FATAL_KINDS + PROMPT_KINDS}, "error": 0.0,
+_KINDS = RETRYABLE_KINDS + FATAL_KINDS + PROMPT_KINDS  # every provider fault a simulated model can inject
+_COMMON = {"latency": 0.0, "retry_after": 0.1, **{k: 0.0 for k in _KINDS}, "error": 0.0,
            "broken": 0.0}
 DEFAULTS = {
     "target": {"stated": 0.9, "base": 0.25, "contradicted": 0.05, "conflict": 0.4, "distract": 0.03, **_COMMON},
@@ -74,7 +75,7 @@ def options(name: str) -> tuple[str, Mapping[str, float]]:
     return role, MappingProxyType(opts)  # cached and shared: read-only
 
 
-_FAULT_KINDS = (*RETRYABLE_KINDS, *FATAL_KINDS, *PROMPT_KINDS, "error")
+_FAULT_KINDS = (*_KINDS, "error")
 _CALLS: Counter[str] = Counter()  # per-prompt call count: a retry draws a fresh fault, deterministically
 _CALLS_LOCK = threading.Lock()
 
@@ -89,7 +90,7 @@ def _inject_faults(name: str, opts: Mapping[str, float], text: str) -> None:
     u = unit("fault", name, text, attempt)
     share = opts["error"] / len(RETRYABLE_KINDS)  # "error" spreads evenly over the retryable kinds
     edge = 0.0
-    for kind in RETRYABLE_KINDS + FATAL_KINDS + PROMPT_KINDS:
+    for kind in _KINDS:
         edge += opts[kind] + (share if kind in RETRYABLE_KINDS else 0.0)
         if u < edge:
             retry_after = opts["retry_after"] if kind == "rate_limit" else None
