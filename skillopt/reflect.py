@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Sequence
 
+from . import window
 from .config import RunConfig
 from .errors import ModelError
 from .evidence import STOP_WORDS, Evidence, contradiction
@@ -147,8 +148,11 @@ def make_minibatches(trajectories: Sequence[Trajectory], minibatch_size: int, se
 
 # --- one reflection call ------------------------------------------------------------------
 
-def numbered(skill: str) -> str:
-    return "\n".join(f"{n:>3}| {line}" for n, (_, _, line) in enumerate(skill_lines(skill), 1))
+def numbered(skill: str, line_chars: int = 0) -> str:
+    """The skill with its line numbers; `line_chars` > 0 clips each line to that (a view only:
+    edits name lines by number, and patch applies them to the whole line)."""
+    return "\n".join(f"{n:>3}| {clip(line, line_chars) if line_chars else line}"
+                     for n, (_, _, line) in enumerate(skill_lines(skill), 1))
 
 
 def section_paths(skill: str) -> list[str]:
@@ -278,14 +282,16 @@ GUIDANCE = {
 
 
 def _messages(scoring: Scoring | None, kind: str, batch: tuple[Trajectory, ...], skill: str, budget: int,
-              notes: str, sections: list[str], limit: int, context: Sequence[Trajectory]) -> list[dict]:
+              notes: str, sections: list[str], shape: window.Shape, context: Sequence[Trajectory]) -> list[dict]:
     """The reflection prompt: the grouped template for label answers (and tasks that do not
-    say how they score), the open template with the scoring rule for every other kind."""
+    say how they score), the open template with the scoring rule for every other kind; in
+    `shape` (its cases' length, and how the skill's lines are shown)."""
+    limit = shape.case_chars
     header = ("failures: the assistant got these wrong" if kind == "failure"
               else "successes: the assistant got these right; add only knowledge the skill lacks")
     common = common_lines([t.prompt for t in batch])
     shared = "EVERY TASK BELOW ALSO SAYS:\n" + "\n".join(common) + "\n\n" if common else ""
-    values = dict(skill=numbered(skill), sections="; ".join(f'"{s}"' for s in sections) or "(none)", notes=notes,
+    values = dict(skill=numbered(skill, shape.line_chars), sections="; ".join(f'"{s}"' for s in sections) or "(none)", notes=notes,
                   kind=header, common=shared, budget=budget)
     if scoring is None or scoring.kind not in GUIDANCE:
         return prompt_messages("reflect", **values,
@@ -302,13 +308,23 @@ def _reflect_one(optimizer, index: int, kind: str, batch: tuple[Trajectory, ...]
     """`rejected`: the edits the gate or a person rejected alone, by _key; a small optimizer
     copies the rejected list it is shown, so a repeat is dropped here rather than tried again.
     An edit rejected with others is not evidence against it alone: it may come back."""
-    messages = _messages(scoring, kind, batch, skill, budget, notes, sections, limit, context)
     n_lines = len(skill_lines(skill))
     cap = max(budget, 0) + EXTRA_EDITS
-    value, reply = optimizer.complete_json(
-        messages, stage="reflect", step=step, schema=reflect_schema(budget, sections, n_lines),
-        validate=lambda obj: parse_edits(obj, skill, kind, cap))
-    ids = tuple(t.item_id for t in batch)
+    answers = [t.expected for t in batch]
+
+    def build(shape: window.Shape) -> tuple[tuple[Trajectory, ...], list[dict]]:
+        shown = tuple(batch[i] for i in window.keep(answers, shape.cases))
+        return shown, _messages(scoring, kind, shown, skill, budget, notes, sections, shape, context)
+
+    for shape, (shown, messages) in window.drafts(window.ladder(limit, len(batch)), build,
+                                               lambda draft: optimizer.prompt_tokens(draft[1]),
+                                               optimizer.prompt_room()):
+        value, reply = optimizer.complete_json(
+            messages, stage="reflect", step=step, schema=reflect_schema(budget, sections, n_lines),
+            validate=lambda obj: parse_edits(obj, skill, kind, cap), note=shape.describe(len(batch), limit))
+        if value is not None or not prompt_fault(reply.error):
+            break  # a prompt too long for the model (its estimate was off) tries the next shape
+    ids = tuple(t.item_id for t in shown)
     if value is None:
         return MinibatchResult(index=index, kind=kind, item_ids=ids, ok=False, summary="", edits=(),
                                error=reply.error or "unusable reply")

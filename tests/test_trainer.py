@@ -70,6 +70,12 @@ class SpyLLM:
         self.prompts.append((kw.get("step"), kw.get("stage"), messages))
         return self.inner.complete_json(messages, **kw)
 
+    def prompt_room(self):
+        return self.inner.prompt_room()
+
+    def prompt_tokens(self, messages):
+        return self.inner.prompt_tokens(messages)
+
 
 def test_meta_skill_reaches_next_epoch_prompts(tmp_path):
     config = sim_config("num_epochs=3")

@@ -257,3 +257,15 @@ def token_prices(model: str) -> tuple[float, float] | None:
     if not entry or "input_cost_per_token" not in entry:
         return None
     return float(entry["input_cost_per_token"]), float(entry.get("output_cost_per_token", 0.0))
+
+
+def context_window(model: str) -> int | None:
+    """The longest prompt litellm's offline model map gives `model` (max_input_tokens); None
+    when the map does not know it. The built-in providers say their own (providers.Window)."""
+    prefix, slash, name = model.partition("/")
+    if slash and prefix in providers.BUILTIN_PROVIDERS:
+        return None
+    cost_map = _litellm().model_cost
+    entry = cost_map.get(model) or cost_map.get(name) or {}
+    size = entry.get("max_input_tokens")
+    return int(size) if isinstance(size, (int, float)) and size > 0 else None

@@ -5,7 +5,8 @@ Public API:
     LLM(model, role, settings, sink=None, meter=None, run_id="", api_base="", api_key_env="",
         use_cache=True, max_concurrency=8)
         .complete(messages, *, stage, step, response_format=None, max_tokens=None, settings=None) -> Reply
-        .complete_json(messages, *, stage, step, schema, validate) -> tuple[object | None, Reply]
+        .complete_json(messages, *, stage, step, schema, validate, note="") -> tuple[object | None, Reply]
+        .prompt_room() -> int | None;  .prompt_tokens(messages) -> int  (fitting a prompt: window.py)
     build_models(config, sink, run_id, meter) -> Models(target, optimizer, judge)
     cache_key(model, messages, settings, response_format) -> str
     preflight(model, api_key_env, api_base) -> str | None
@@ -13,12 +14,13 @@ Public API:
 
 Its neighbours: providers.py (the registry of python backends and the handler contract:
 GenSettings, HandlerResult, ProviderError), bridge.py (litellm, imported lazily: the only
-module that imports it), limits.py (Meter, limiter), jsonreply.py (extract_json) and
-redaction.py (redact, one_line).
+module that imports it), limits.py (Meter, limiter), tokens.py (context windows, prompt
+sizes), jsonreply.py (extract_json) and redaction.py (redact, one_line).
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -29,7 +31,7 @@ from typing import TYPE_CHECKING, Callable, Protocol, TypeVar
 
 from ..errors import ModelError
 from ..vocabulary import CALL_STAGES, ROLES
-from . import bridge, providers
+from . import bridge, providers, tokens
 from .jsonreply import extract_json
 from .limits import Meter, limiter
 from .providers import PROMPT_KINDS, GenSettings, HandlerResult, ProviderError
@@ -146,11 +148,19 @@ class LLM:
     def useful_concurrency(self) -> int | None:
         """The most calls of this model worth having in flight, as its provider says (1 for a
         model computed in this process one call at a time); None: no limit of its own."""
-        try:
-            provider = providers.lookup(self.prefix)
-        except ImportError:  # reported when the model is first called, as without this question
-            return None
+        provider = tokens.provider(self.prefix)
         return provider.concurrency(self.name) if provider is not None and provider.concurrency else None
+
+    @functools.cached_property
+    def _window(self) -> int | None:  # looked up once, when a prompt is first fitted
+        return tokens.window(self.model)
+
+    def prompt_room(self) -> int | None:
+        """Tokens a prompt may take and leave the reply its max_tokens; None: window not known."""
+        return None if self._window is None else max(self._window - self.settings.max_tokens, 0)
+
+    def prompt_tokens(self, messages: list[dict]) -> int:
+        return tokens.prompt_tokens(self.model, messages)
 
     # public ---------------------------------------------------------------------------------
     def complete(self, messages: list[dict], *, stage: str, step: int, response_format: dict | None = None,
@@ -162,17 +172,18 @@ class LLM:
         return reply
 
     def complete_json(self, messages: list[dict], *, stage: str, step: int, schema: dict,
-                      validate: Callable[[object], T]) -> tuple[T | None, Reply]:
+                      validate: Callable[[object], T], note: str = "") -> tuple[T | None, Reply]:
         """Structured call: schema-constrained where supported, validated, one repair re-ask.
 
         A first reply that is not usable JSON is noted on its row ("invalid_json: ... (repair
         asked)"), so every fault is visible even when the repair succeeds; only a repair that is
-        unusable too is an error.
+        unusable too is an error. `note`: what the caller wants on the first call's row (how its
+        prompt was fitted).
         """
         fmt = _schema_format(schema)
         reply, record = self._complete(messages, stage, step, fmt, None)
         value, problem = self._parse(reply, validate)
-        self._record(_noted(record, f"{problem} (repair asked)" if problem else _dropped(value)))
+        self._record(_noted(_noted(record, note), f"{problem} (repair asked)" if problem else _dropped(value)))
         if not problem:
             return value, reply
         repair = [*messages, {"role": "assistant", "content": reply.text[:REPAIR_ECHO_CHARS]},
@@ -350,10 +361,9 @@ def build_models(config: "RunConfig", sink: CallSink | None, run_id: str, meter:
     optimizer = LLM(config.optimizer_model, "optimizer", settings, api_base=config.optimizer_api_base,
                     api_key_env=config.optimizer_api_key_env, **common)
     # The judge has no endpoint settings of its own: it borrows those of the role whose model it is.
-    if config.judge == config.target_model and config.judge != config.optimizer_model:
-        base, key_env = config.target_api_base, config.target_api_key_env
-    else:
-        base, key_env = config.optimizer_api_base, config.optimizer_api_key_env
+    borrow = config.judge == config.target_model and config.judge != config.optimizer_model
+    base, key_env = ((config.target_api_base, config.target_api_key_env) if borrow
+                     else (config.optimizer_api_base, config.optimizer_api_key_env))
     judge = LLM(config.judge, "judge", settings, api_base=base, api_key_env=key_env, **common)
     return Models(target=target, optimizer=optimizer, judge=judge)
 

@@ -334,5 +334,11 @@ def handler(name: str, messages: list[dict], settings: GenSettings, response_for
     return load(name).chat(messages, settings, response_format)
 
 
+def tokens(name: str, text: str) -> int:
+    """The model's own token count of `text` (its vocabulary only: no generation lock)."""
+    return len(load(name).llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+
 # Generation holds the engine's lock: a second call in flight only waits for it.
-register_provider("local", handler, via_litellm=True, preflight=preflight, concurrency=lambda name: 1)
+register_provider("local", handler, via_litellm=True, preflight=preflight, concurrency=lambda name: 1,
+                  window=lambda name: N_CTX, tokens=tokens)

@@ -83,6 +83,10 @@ class ProviderError(Exception):
 
 # model name -> the most calls of it worth having in flight at once; None: no limit of its own
 Concurrency = Callable[[str], "int | None"]
+# model name -> its context window in tokens, prompt and reply together; None: not known
+Window = Callable[[str], "int | None"]
+# (model name, text) -> how many tokens the text takes in that model
+Tokens = Callable[[str, str], int]
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,8 @@ class Provider:
     via_litellm: bool
     preflight: Preflight | None = None
     concurrency: Concurrency | None = None
+    window: Window | None = None
+    tokens: Tokens | None = None
 
 
 # Prefixes whose provider module registers itself on import; named, not imported, so that
@@ -102,7 +108,8 @@ _LOCK = threading.Lock()
 
 
 def register_provider(prefix: str, handler: Handler, *, via_litellm: bool = False,
-                      preflight: Preflight | None = None, concurrency: Concurrency | None = None) -> None:
+                      preflight: Preflight | None = None, concurrency: Concurrency | None = None,
+                      window: Window | None = None, tokens: Tokens | None = None) -> None:
     """Route "prefix/name" models to `handler`. Re-registering a prefix replaces its handler.
 
     via_litellm=False calls the handler directly (microseconds: the simulated world);
@@ -111,11 +118,13 @@ def register_provider(prefix: str, handler: Handler, *, via_litellm: bool = Fals
     preflight, when given, answers the dashboard's check of a "prefix/name" model string.
     concurrency, when given, says how many calls of a model are worth having in flight: 1 for
     a model that computes in this process one call at a time, where more threads only queue.
+    window and tokens, when given, say how long a prompt of a model may be and how long one is
+    (its tokenizer), so a prompt can be fitted to the model (window.py).
     """
     if not prefix or "/" in prefix:
         raise ValueError(f"provider prefix must be a non-empty name without '/', got {prefix!r}")
     with _LOCK:
-        _PROVIDERS[prefix] = Provider(handler, via_litellm, preflight, concurrency)
+        _PROVIDERS[prefix] = Provider(handler, via_litellm, preflight, concurrency, window, tokens)
 
 
 def is_known(prefix: str) -> bool:

@@ -188,6 +188,20 @@ def test_kv_reuse_never_changes_a_reply(monkeypatch):
     assert [r.prompt_tokens for r in reused[2:]] == [f.prompt_tokens for f in fresh]  # same prompt, same token count
 
 
+@pytest.mark.slow
+def test_the_embedded_model_counts_a_prompt_as_it_reads_it():
+    """A reflection prompt is fitted to the window by this count (window.py): it must not be
+    short of the tokens llama.cpp reads, and not so long that prompts are cut for nothing."""
+    _require_qwen()
+    model = LLM(QWEN, "optimizer", GenSettings(max_tokens=8), use_cache=False)
+    assert model.prompt_room() == local.N_CTX - 8
+    messages = [{"role": "system", "content": "You route tickets. " * 40},
+                {"role": "user", "content": "Refund of 900 EUR for a broken hub, order #A-1172. Queue name only."}]
+    reply = model.complete(messages, stage="rollout", step=0)
+    assert reply.ok, reply.error
+    assert reply.prompt_tokens <= model.prompt_tokens(messages) <= reply.prompt_tokens + 24
+
+
 def test_the_embedded_model_takes_one_call_at_a_time():
     # generation holds the engine's lock, so an evaluator rolls out in its own thread, no pool
     llm = LLM("local/qwen2.5-coder-1.5b", "target", GenSettings())
