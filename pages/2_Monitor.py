@@ -205,7 +205,8 @@ def activity(r: dict, usage: dict) -> None:
         st.markdown(mon.faults_heading(usage))
         if faults:
             st.caption(f"The newest {len(faults)}. error: the call failed; note: the call answered after "
-                       "faults (retried, truncated, repaired, parts dropped).")
+                       "faults (retried, truncated, repaired, parts dropped) or with its prompt cut to fit the "
+                       "model's context window.")
             if r.get("simulated"):
                 st.caption("The simulated models inject faults on purpose (malformed replies, retries) to show "
                            "how the engine copes; the **cause** column says so.")

@@ -26,6 +26,7 @@ T = TypeVar("T")
 MIN_CASE_CHARS = 150  # below this a case no longer shows its task, its reply and its feedback
 LINE_CHARS = 160  # a clipped skill line keeps its start: enough to see what the line is about
 MIN_CASES = 2  # one case is an anecdote; a pattern needs at least two
+FITTED = "prompt fitted to the context window"  # how a fitted call's record starts its note
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class Shape:
             parts.append(f"cases clipped to {self.case_chars} chars")
         if self.line_chars:
             parts.append(f"skill lines clipped to {self.line_chars} chars")
-        return "prompt fitted to the context window: " + ", ".join(parts) if parts else ""
+        return f"{FITTED}: " + ", ".join(parts) if parts else ""
 
 
 def ladder(case_chars: int, cases: int) -> tuple[Shape, ...]:

@@ -170,18 +170,23 @@ def test_model_call_faults_show_errors_and_notes_in_their_own_columns(sim_run, t
     run_id = sim_run[1]
     store = Store(db)
     before = Reader(db).usage(run_id)
+    fitted = "prompt fitted to the context window: 4 of 8 cases"
+    for error, note in (("context: Requested tokens (4126) exceed context window of 4096", ""), ("", fitted)):
+        store.record_call(CallRecord(run_id, 98, "optimizer", "reflect", "local/qwen2.5-coder-1.5b", 5, 1, 0.0,
+                                     0.01, False, error, 1, time.time(), note=note))
     for error, note in (("timeout: read timed out", ""), ("", "retried: rate_limit: slow down")):
         store.record_call(CallRecord(run_id, 99, "target", "test", "sim/target", 5, 1, 0.0, 0.01, False, error, 2,
                                      time.time(), note=note))
     store.close()
     monkeypatch.setenv("SKILLOPT_DB", str(db))
     at = page(run_id)
-    errors, notes = before["errors"] + 1, before["notes"] + 1
+    errors, notes = before["errors"] + 2, before["notes"] + 2
     assert [m.value for m in at.markdown if m.value.startswith("**Model call faults**")] == [
         f"**Model call faults** · {errors:,} error(s) · {notes:,} note(s)"]
     faults = next(d.value for d in at.dataframe if "note" in d.value.columns)
     assert list(faults.columns) == ["step", "stage", "role", "model", "attempts", "error", "note", "cause"]
-    assert set(faults["cause"]) == {"injected by the simulated model"}  # sim/target: faults made on purpose
+    causes = {s: c for s, c in zip(faults["step"], faults["cause"]) if s in (98, 99)}  # sim: on purpose
+    assert causes == {99: "injected by the simulated model", 98: "prompt longer than the model's context"}
     assert [tuple(r) for r in faults[["step", "error", "note"]].head(2).itertuples(index=False)] == [
         (99, "", "retried: rate_limit: slow down"), (99, "timeout: read timed out", "")]
     usage_table = at.dataframe[0].value

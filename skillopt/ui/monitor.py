@@ -14,10 +14,12 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from skillopt import schedules
+from skillopt.models.providers import prompt_fault
 from skillopt.process import runs_elsewhere, trainer_alive
 from skillopt.store import export
 from skillopt.ui.labels import TEST_LABELS, call_stage_label
 from skillopt.ui.plotting import line_mode, marked
+from skillopt.window import FITTED
 from skillopt.vocabulary import ACCEPTED, FINAL_STATUSES, LIVE_STATUSES, ROLES, SIM_PREFIX, STAGES
 
 # How the stage strip names each stage (the vocabulary gives the trainer's order).
@@ -305,8 +307,15 @@ def injected(model: str | None) -> bool:
     return (model or "").startswith(SIM_PREFIX)
 
 
+def cause(call: Mapping[str, Any]) -> str:
+    """Who a fault is on: a prompt longer than the model's context (refused, or fitted before
+    it was sent) is the prompt's, not the model's; the simulated models make theirs on purpose."""
+    if prompt_fault(call["error"] or "") or (call["note"] or "").startswith(FITTED):
+        return "prompt longer than the model's context"
+    return "injected by the simulated model" if injected(call["model"]) else "model or network"
+
+
 def faults_table(calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [{"step": c["step"], "stage": call_stage_label(c["stage"]), "role": c["role"], "model": c["model"],
-             "attempts": c["attempts"], "error": c["error"] or "", "note": c["note"] or "",
-             "cause": "injected by the simulated model" if injected(c["model"]) else "model or network"}
+             "attempts": c["attempts"], "error": c["error"] or "", "note": c["note"] or "", "cause": cause(c)}
             for c in calls]
