@@ -126,10 +126,15 @@ def read_lift(conn: sqlite3.Connection, run_id: str) -> dict | None:
         return None
     row = rows[0]
     breakdown = json.loads(row.get("breakdown_json") or "{}")
-    return {"metric": row["metric"], "baseline": row["baseline"], "best": _round(row["best_score"]),
-            "baseline_score": _round(row["baseline_score"]), "lift": _round(row["lift"]),
-            "ci_low": _round(row["ci_low"]), "ci_high": _round(row["ci_high"]), "n_items": row["n_items"],
-            "breakdown": {label: {k: _round(v, 3) for k, v in cell.items()} for label, cell in breakdown.items()}}
+    return _lift(row["metric"], row["baseline"], row["best_score"], row["baseline_score"], row["lift"],
+                 row["ci_low"], row["ci_high"], row["n_items"]) | {
+        "breakdown": {label: {k: _round(v, 3) for k, v in cell.items()} for label, cell in breakdown.items()}}
+
+
+def _lift(metric: str, baseline: str, best: float, baseline_score: float, lift: float, ci_low: float,
+          ci_high: float, n_items: int) -> dict:
+    return {"metric": metric, "baseline": baseline, "best": _round(best), "baseline_score": _round(baseline_score),
+            "lift": _round(lift), "ci_low": _round(ci_low), "ci_high": _round(ci_high), "n_items": n_items}
 
 
 def read_hard(conn: sqlite3.Connection, run_id: str, rng_seed: int) -> tuple[dict, dict | None]:
@@ -148,9 +153,8 @@ def read_hard(conn: sqlite3.Connection, run_id: str, rng_seed: int) -> tuple[dic
     lift = measure(values["best"], values["seed"], values["none"], {}, rng_seed=rng_seed)
     if lift is None:
         return scores, None
-    return scores, {"metric": "hard", "baseline": lift.baseline, "best": _round(lift.best_score),
-                    "baseline_score": _round(lift.baseline_score), "lift": _round(lift.lift),
-                    "ci_low": _round(lift.ci_low), "ci_high": _round(lift.ci_high), "n_items": lift.n_items}
+    return scores, _lift("hard", lift.baseline, lift.best_score, lift.baseline_score, lift.lift, lift.ci_low,
+                         lift.ci_high, lift.n_items)
 
 
 def decisions(values: list[str]) -> dict:
