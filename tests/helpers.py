@@ -48,3 +48,42 @@ def write_task(folder: Path, name: str, description: str, evaluator: str, seed_s
         (folder / f"{split}.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     (folder / "seed_skill.md").write_text(seed_skill)
     return folder
+
+
+# --- a routing skill and a scripted optimizer, shared by the reflection and advisor tests ------
+
+ROUTING_SKILL = """# Routing
+
+Route each order.
+
+## House rules
+
+- When nothing special applies, the route is standard.
+
+## Answer format
+
+Reply with the route only.
+"""
+
+# A scripted provider: the real LLM class (retries, complete_json's repair) in front of it.
+_SCRIPTS: dict[str, object] = {}
+
+
+def _handler(name, messages, settings, response_format):
+    from skillopt.models.providers import HandlerResult
+
+    text = _SCRIPTS[name](messages)
+    if isinstance(text, Exception):
+        raise text
+    return HandlerResult(text, 10, 5)
+
+
+def scripted(fn, name: str, **kwargs):
+    """An optimizer (an LLM) whose reply to `messages` is fn(messages): a text, or an exception
+    to raise."""
+    from skillopt.models.llm import LLM
+    from skillopt.models.providers import GenSettings, register_provider
+
+    register_provider("h4script", _handler)
+    _SCRIPTS[name] = fn
+    return LLM(f"h4script/{name}", "optimizer", GenSettings(max_retries=0), **kwargs)

@@ -11,50 +11,17 @@ from skillopt.models import llm
 from skillopt.config import RunConfig
 from skillopt.errors import BudgetExhausted, ModelError
 from skillopt.models.limits import Meter
-from skillopt.models.llm import LLM
-from skillopt.models.providers import GenSettings, HandlerResult, ProviderError, register_provider
-from skillopt.patch import Edit, apply_edits
-from skillopt.advisor import choose_budget, llm_merge, llm_rank
+from skillopt.models.providers import ProviderError
+from skillopt.patch import Edit
 from skillopt.state import RejectedEdit
-from skillopt.proposals import CONTENT_CHARS, EXTRA_EDITS, parse_edits, reflect_schema
+from skillopt.proposals import EXTRA_EDITS, reflect_schema
 from skillopt.reflect import (MinibatchResult, StepBuffer, common_lines, format_case, make_minibatches, numbered,
                               reflect)
 from skillopt.prompts import clip, prompt_messages, template
 from skillopt.tasks.task import Evaluation, Trajectory
-from skillopt.transforms import Candidate, Proposal, prepare
 
-SKILL = """# Routing
-
-Route each order.
-
-## House rules
-
-- When nothing special applies, the route is standard.
-
-## Answer format
-
-Reply with the route only.
-"""
-
-# --- a scripted provider: the real LLM class (retries, complete_json's repair) in front of it ----
-
-_SCRIPTS: dict[str, object] = {}
-
-
-def _handler(name, messages, settings, response_format):
-    text = _SCRIPTS[name](messages)
-    if isinstance(text, Exception):
-        raise text
-    return HandlerResult(text, 10, 5)
-
-
-register_provider("h4script", _handler)
-
-
-def scripted(fn, name: str, **kwargs) -> LLM:
-    """An optimizer whose reply to `messages` is fn(messages) (a text, or an exception to raise)."""
-    _SCRIPTS[name] = fn
-    return LLM(f"h4script/{name}", "optimizer", GenSettings(max_retries=0), **kwargs)
+from tests.helpers import ROUTING_SKILL as SKILL
+from tests.helpers import scripted
 
 
 @pytest.fixture(autouse=True)
@@ -316,79 +283,6 @@ def test_schema_is_bounded():
     assert edits["items"]["properties"]["content"]["maxLength"] > 0
 
 
-# --- parsing: line numbers become exact anchors ------------------------------------------------
-
-def test_line_numbers_become_exact_targets_that_patch_can_apply():
-    reply = {"summary": "z codes", "edits": [
-        {"op": "replace", "line": 7, "content": "- Default route: standard.", "section": "", "rationale": "r"},
-        {"op": "add", "line": 3, "content": "- Z codes: freight.", "section": "", "rationale": ""},
-        {"op": "add", "line": 0, "content": "- Alaska: air.", "section": "House rules", "rationale": ""},
-        {"op": "delete", "line": 11, "content": "ignored", "section": "", "rationale": ""}]}
-    parsed = parse_edits(reply, SKILL, "failure", 6)
-    replace, add_after, add_section, delete = parsed.edits
-    assert replace.target == "- When nothing special applies, the route is standard."
-    assert add_after.target == "Route each order." and add_section == Edit(
-        "add", content="- Alaska: air.", section="House rules", source="failure")
-    assert delete.target == "Reply with the route only." and delete.content == ""
-    # An edit chosen by line number keeps that number: patch applies it at that very line.
-    assert (replace.line, add_after.line, add_section.line, delete.line) == (7, 3, 0, 11)
-    result = apply_edits(SKILL, parsed.edits)
-    assert [r.status for r in result.reports] == ["applied"] * 4
-
-
-def test_an_edit_by_line_number_applies_at_that_line_even_when_its_text_repeats():
-    skill = "# Routing\n\n- Check the address.\n- Hazardous goods: freight.\n- Check the address.\n"
-    reply = {"summary": "", "edits": [{"op": "replace", "line": 5, "content": "- Check the address twice.",
-                                       "section": "", "rationale": ""}]}
-    (edit,) = parse_edits(reply, skill, "failure", 3).edits
-    assert (edit.line, edit.target) == (5, "- Check the address.")
-    result = apply_edits(skill, [edit])
-    assert result.reports[0].status == "applied"
-    assert result.text == "# Routing\n\n- Check the address.\n- Hazardous goods: freight.\n- Check the address twice.\n"
-
-
-@pytest.mark.parametrize("edit, reason, detail", [
-    ({"op": "replace", "line": 40, "content": "x"}, "bad_anchor", "line 40 does not exist"),
-    ({"op": "replace", "line": 2, "content": "x"}, "bad_anchor", "line 2 is blank"),
-    ({"op": "replace", "line": 0, "content": "x"}, "bad_anchor", "needs the number of the line"),
-    ({"op": "add", "line": 0, "content": "x", "section": "Routing Rules"}, "bad_anchor",
-     'section "Routing Rules" does not exist'),
-    ({"op": "add", "line": 0, "content": "- If <the clue>, answer air."}, "template_slot", "placeholder (<the clue>)"),
-    ({"op": "rewrite", "line": 1, "content": "x"}, "malformed", "op must be one of"),
-    ({"op": "add", "line": 0, "content": "  "}, "malformed", "without content"),
-    ({"op": "add", "line": "three", "content": "x"}, "malformed", "'line' a line number"),
-])
-def test_bad_single_edits_are_dropped_with_a_reason(edit, reason, detail):
-    parsed = parse_edits({"summary": "", "edits": [edit, {"op": "add", "content": "- ok."}]}, SKILL, "success", 5)
-    assert [e.content for e in parsed.edits] == ["- ok."] and parsed.edits[0].source == "success"
-    (dropped,) = parsed.dropped
-    assert dropped.reason == reason and detail in dropped.detail
-    assert dropped.edit.op == edit["op"] and dropped.edit.content == edit["content"].strip()  # what was proposed
-    assert str(dropped) == f"{reason}: {dropped.detail}"  # how the model call's record lists it
-
-
-def test_an_edit_longer_than_allowed_is_dropped_whole_never_cut():
-    rule = "- " + "Hazardous goods go by freight. " * 30
-    parsed = parse_edits({"summary": "", "edits": [{"op": "add", "line": 0, "content": rule}]}, SKILL, "failure", 3)
-    assert parsed.edits == ()
-    (dropped,) = parsed.dropped
-    assert dropped.reason == "too_long" and dropped.edit.content == rule.strip()  # kept whole for the record
-    assert dropped.detail == f"content of {len(rule.strip())} characters exceeds {CONTENT_CHARS}"
-
-
-def test_edits_over_the_cap_are_dropped():
-    parsed = parse_edits({"summary": "", "edits": [{"op": "add", "content": f"- r{i}."} for i in range(5)]},
-                         SKILL, "failure", 3)
-    assert len(parsed.edits) == 3
-    assert [(d.reason, d.edit.content) for d in parsed.dropped] == [("over_cap", "- r3."), ("over_cap", "- r4.")]
-
-
-@pytest.mark.parametrize("obj", [[], {"summary": "x"}, {"edits": "none"}, "text"])
-def test_a_reply_of_the_wrong_shape_is_a_validation_error(obj):
-    with pytest.raises(ValueError):
-        parse_edits(obj, SKILL, "failure", 3)
-
-
 # --- reflect(): parallel, ordered, never raising on bad output -----------------------------------
 
 def test_results_come_in_minibatch_order_whatever_the_completion_order():
@@ -455,58 +349,3 @@ def test_fatal_model_errors_and_budget_exhaustion_propagate():
 def test_no_trajectories_no_calls():
     assert reflect(scripted(lambda m: pytest.fail("called"), "none"), SKILL, [], budget=2, buffer=StepBuffer(),
                    meta_skill="", config=CONFIG, step=1, seed=1) == ()
-
-
-# --- merge, rank, autonomous budget ------------------------------------------------------------
-
-def cands() -> list[Candidate]:
-    return [Candidate(Edit("add", content=f"- rule {c}.", source="failure"), (i,)) for i, c in enumerate("ABC")]
-
-
-def test_llm_merge_folds_groups_into_their_first_edit():
-    merge = llm_merge(scripted(lambda m: json.dumps({"groups": [[1, 3], [2]]}), "merge"), step=1)
-    out = merge(cands())
-    assert [c.edit.content for c in out] == ["- rule A.", "- rule B."]
-    assert out[0].minibatches == (0, 2) and out[1] == cands()[1]
-
-
-def test_llm_merge_inside_the_transform_pipeline_counts_support():
-    optimizer = scripted(lambda m: json.dumps({"groups": [[1, 2], [3]]}), "merge2")
-    texts = ["- Orders to Alaska go by air.", "- Alaska and Hawaii orders: air freight.", "- PO boxes: postal."]
-    proposals = [Proposal(Edit("add", content=text, source="failure"), i) for i, text in enumerate(texts)]
-    pool = prepare(proposals, merge=llm_merge(optimizer, 1))
-    live = [c for c in pool if c.live]
-    assert len(live) == 2 and live[0].edit.support == 2
-
-
-def test_llm_merge_and_rank_leave_the_list_alone_on_an_unusable_reply():
-    bad = scripted(lambda m: "no idea", "bad")
-    assert llm_merge(bad, 1)(cands()) == cands()
-    assert llm_rank(bad, 1)(cands()) == cands()
-    out_of_range = scripted(lambda m: json.dumps({"order": [9, 1]}), "range")
-    assert llm_rank(out_of_range, 1)(cands()) == cands()
-
-
-def test_llm_rank_puts_named_edits_first_and_keeps_the_rest():
-    seen = []
-
-    def reply(messages):
-        seen.append(user_text(messages))
-        return json.dumps({"order": [3, 1]})
-
-    out = llm_rank(scripted(reply, "rank"), 1, skill=SKILL)(cands())
-    assert [c.edit.content for c in out] == ["- rule C.", "- rule A.", "- rule B."]
-    assert "[3] add (support 1, from failure)" in seen[0] and "new: - rule C." in seen[0] and "House rules" in seen[0]
-
-
-@pytest.mark.parametrize("text, expected", [('{"count": 3, "reason": "distinct"}', 3),
-                                            ('{"count": "2", "reason": ""}', 2),
-                                            ("about three", None)])
-def test_choose_budget(text, expected):
-    edits = [Edit("add", content="- a.", support=2), Edit("add", content="- b.")]
-    assert choose_budget(scripted(lambda m: text, f"lr{expected}"), SKILL, edits, lr=4, min_lr=2, step=1) == expected
-
-
-def test_choose_budget_without_a_pool_asks_nothing():
-    assert choose_budget(scripted(lambda m: pytest.fail("called"), "lrnone"), SKILL, [], lr=4, min_lr=2,
-                         step=1) is None
