@@ -1,73 +1,30 @@
-"""The model layer: retries, faults, cache, accounting, budgets, concurrency, JSON, secrets.
+"""The model client: retries, faults, cache, accounting, JSON, secrets, wiring (budgets and
+concurrency: test_limits.py).
 
-Fake providers are registered with via_litellm=True so calls really go through
-litellm.completion (and its exception mapping), with no network. Backoff sleeps are
-captured instead of slept.
+The fake providers (fakes.py) go through litellm.completion (and its exception mapping), with
+no network. Backoff sleeps are captured instead of slept.
 """
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 from skillopt.config import RunConfig
-from skillopt.errors import BudgetExhausted, ModelError
+from skillopt.errors import ModelError
 from skillopt.models import bridge, llm
 from skillopt.models.jsonreply import extract_json
-from skillopt.models.limits import Meter, limiter
-from skillopt.models.llm import LLM, CallRecord, build_models, cache_key, preflight
-from skillopt.models.providers import GenSettings, HandlerResult, ProviderError, register_provider
+from skillopt.models.limits import Meter
+from skillopt.models.llm import LLM, build_models, cache_key, preflight
+from skillopt.models.providers import GenSettings, ProviderError, register_provider
 from skillopt.models.redaction import redact
 
+from tests.models.fakes import MSGS, MemorySink, Script, fake
+
 ROOT = Path(__file__).resolve().parents[2]
-MSGS = [{"role": "system", "content": "You route tickets."}, {"role": "user", "content": "Refund 900 EUR"}]
-
-
-class MemorySink:
-    """The CallSink contract in memory: response cache + accounting rows."""
-
-    def __init__(self) -> None:
-        self.cache: dict[str, dict] = {}
-        self.records: list[CallRecord] = []
-        self.lock = threading.Lock()
-
-    def cache_get(self, key: str) -> dict | None:
-        with self.lock:
-            return self.cache.get(key)
-
-    def cache_put(self, key: str, model: str, value: dict) -> None:
-        with self.lock:
-            self.cache[key] = value
-
-    def record_call(self, record: CallRecord) -> None:
-        with self.lock:
-            self.records.append(record)
-
-
-class Script:
-    """A provider handler that plays a list of actions: a string reply, a (text, cost)
-    reply, or a ProviderError to raise. The last action repeats."""
-
-    def __init__(self, *actions):
-        self.actions = list(actions)
-        self.calls: list[dict] = []
-        self.lock = threading.Lock()
-
-    def __call__(self, name, messages, settings, response_format):
-        with self.lock:
-            index = min(len(self.calls), len(self.actions) - 1)
-            self.calls.append({"name": name, "messages": messages, "settings": settings,
-                               "response_format": response_format})
-        action = self.actions[index]
-        if isinstance(action, Exception):
-            raise action
-        if isinstance(action, tuple):
-            return HandlerResult(action[0], 11, 7, action[1])
-        return HandlerResult(action, 11, 7)
 
 
 @pytest.fixture
@@ -75,15 +32,6 @@ def slept(monkeypatch):
     waits: list[float] = []
     monkeypatch.setattr(llm, "_sleep", waits.append)
     return waits
-
-
-def fake(script: Script, *, prefix: str = "fake", via_litellm: bool = True, retries: int = 4,
-         temperature: float = 0.0, sink: MemorySink | None = None, **kwargs) -> tuple[LLM, MemorySink]:
-    register_provider(prefix, script, via_litellm=via_litellm)
-    sink = sink if sink is not None else MemorySink()
-    model = LLM(f"{prefix}/m1", "target", GenSettings(temperature=temperature, max_tokens=32, max_retries=retries),
-                sink=sink, run_id="run-1", **kwargs)
-    return model, sink
 
 
 # --- retries and faults -----------------------------------------------------------------------
@@ -252,103 +200,6 @@ def test_max_tokens_override_reaches_the_provider():
     model, _ = fake(script)
     model.complete(MSGS, stage="rollout", step=0, max_tokens=5)
     assert script.calls[0]["settings"].max_tokens == 5
-
-
-# --- budgets and concurrency ------------------------------------------------------------------
-
-def _hammer(model: LLM, threads: int, calls_each: int) -> list[str]:
-    outcomes: list[str] = []
-    lock = threading.Lock()
-
-    def work(t: int) -> None:
-        for i in range(calls_each):
-            try:
-                model.complete([{"role": "user", "content": f"{t}-{i}"}], stage="rollout", step=0)
-                result = "ok"
-            except BudgetExhausted:
-                result = "budget"
-            with lock:
-                outcomes.append(result)
-
-    pool = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
-    for thread in pool:
-        thread.start()
-    for thread in pool:
-        thread.join()
-    return outcomes
-
-
-def test_meter_max_calls_is_never_exceeded_under_threads():
-    script = Script("ok")
-    meter = Meter(max_calls=30)
-    model, _ = fake(script, prefix="fake_meter", meter=meter)
-    outcomes = _hammer(model, threads=10, calls_each=5)
-    assert len(script.calls) == 30 and meter.calls == 30
-    assert outcomes.count("ok") == 30 and outcomes.count("budget") == 20
-
-
-def test_meter_cost_cap_overshoots_by_at_most_the_calls_in_flight():
-    threads = 6
-    script = Script(("ok", 0.1))
-    meter = Meter(max_cost_usd=0.5)
-    model, _ = fake(script, prefix="fake_cost", meter=meter)
-    outcomes = _hammer(model, threads=threads, calls_each=10)
-    assert outcomes.count("budget") > 0
-    assert 0.5 <= meter.cost_usd <= 0.5 + 0.1 * (threads - 1) + 1e-9
-    assert len(script.calls) == outcomes.count("ok")
-
-
-def test_cached_calls_are_free():
-    meter = Meter(max_calls=1)
-    model, _ = fake(Script("ok"), prefix="fake_free", meter=meter)
-    for _ in range(5):
-        model.complete(MSGS, stage="rollout", step=0)
-    assert meter.calls == 1
-    with pytest.raises(BudgetExhausted):
-        model.complete(MSGS[:1], stage="rollout", step=0)
-
-
-def test_concurrency_limit_is_shared_by_every_role_of_a_model():
-    limit, inside, peak = 4, [0], [0]
-    lock = threading.Lock()
-    barrier = threading.Barrier(limit, timeout=20)  # lets exactly `limit` callers meet at a time
-
-    def handler(name, messages, settings, response_format):
-        with lock:
-            inside[0] += 1
-            peak[0] = max(peak[0], inside[0])
-        try:
-            barrier.wait()
-        finally:
-            with lock:
-                inside[0] -= 1
-        return HandlerResult("ok", 1, 1)
-
-    register_provider("fake_slow", handler, via_litellm=True)
-    settings = GenSettings(max_retries=0)
-    roles = [LLM("fake_slow/m", role, settings, use_cache=False, max_concurrency=limit)
-             for role in ("target", "optimizer", "judge")]
-    errors: list[str] = []
-
-    def work(i: int) -> None:
-        reply = roles[i % 3].complete([{"role": "user", "content": str(i)}], stage="rollout", step=0)
-        if not reply.ok:
-            errors.append(reply.error)
-
-    pool = [threading.Thread(target=work, args=(i,)) for i in range(20)]
-    for thread in pool:
-        thread.start()
-    for thread in pool:
-        thread.join()
-    assert errors == []
-    assert peak[0] == limit
-
-
-def test_limiter_is_one_semaphore_per_model_string():
-    assert limiter("fake/a", 3) is limiter("fake/a", 3)
-    assert limiter("fake/a", 3) is not limiter("fake/b", 3)
-    with pytest.raises(ValueError):
-        limiter("fake/a", 0)
 
 
 # --- structured output --------------------------------------------------------------------------
