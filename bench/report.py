@@ -20,9 +20,16 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 BENCHES = ("calls", "overhead", "dashboard", "local_model", "faults", "learning", "real_model", "sweep", "checks",
            "learning-worked-examples", "learning-examples-off", "learning-examples-per-trial",
-           "learning-examples-pooled", "learning-before-template", "learning-before-auto-metric")
+           "learning-examples-pooled", "learning-before-template", "learning-before-auto-metric",
+           "learning-held-out-defaults", "learning-slow-update-forced", "learning-before-fit", "window")
 # Earlier learning runs kept beside the current defaults' (name -> what differed), each its own table.
 LEARNING_TRIALS = {
+    "learning-held-out-defaults": "The defaults on a held-out family, the gated slow update's arm (run at the same "
+                                  "commit as the forced arm below)",
+    "learning-slow-update-forced": "The slow update forced in at each epoch's end (`slow_update_gate=false`), on the "
+                                   "same family as the table above",
+    "learning-before-fit": "The defaults before the reflection prompt was fitted to the optimizer's context window "
+                           "(the run failed on an optimizer prompt longer than the window)",
     "learning-before-auto-metric": "The defaults before the auto gate metric (a choice scorer is all or nothing, so "
                                    "on ticket-routing the auto metric is hard and gates the same), with speculative "
                                    "rollouts that warmed the next batch while the gate ran",
@@ -412,8 +419,28 @@ def checks(results: dict) -> str:
     return "\n".join(out)
 
 
+def window(results: dict) -> str:
+    """README.md's table of a grown skill's reflection prompt, whole vs fitted (bench/window.py)."""
+    result = results.get("window")
+    if not result:
+        return f"A grown skill's reflection prompt on the embedded model (`python bench/window.py`): {NOT_MEASURED}."
+    f = result["figures"]
+    out = [f"A grown skill's reflection prompt on the embedded model, {f['task']}: seed, reply template and a full "
+           f"worked-examples section, {f['skill_tokens']} tokens; {f['failures']} of {f['rollouts']} rollouts "
+           f"failed; a prompt may take {f['room']} tokens of the window: {command(result, 'python bench/window.py')}, "
+           f"{when(result)}.", "",
+           "| arm | prompts sent (tokens) | usable replies | edits proposed | what the fitted prompt left out | "
+           "failed calls |", "|---|---|---|---|---|---|"]
+    for arm in f["arms"]:
+        out.append(f"| {arm['arm']} | {', '.join(map(str, arm['prompt_tokens'])) or '—'} | {arm['usable']} / "
+                   f"{arm['minibatches']} | {arm['edits']} | "
+                   f"{'; '.join(n.split(': ', 1)[-1] for n in arm['notes']) or 'nothing'} | "
+                   f"{'; '.join(arm['errors']) or 'none'} |")
+    return "\n".join(out)
+
+
 BLOCKS = {"README.md": {"performance": performance, "reliability": reliability, "learning": learning,
-                       "checks": checks},
+                       "checks": checks, "window": window},
           "bench/README.md": {"figures": bench_figures}}
 
 

@@ -186,7 +186,7 @@ def test_prompt_room_is_unknown_for_the_simulated_models_and_read_from_litellm_f
 def test_prompt_tokens_errs_long_without_a_tokenizer():
     model = LLM("sim/optimizer", "optimizer", GenSettings())
     messages = [{"role": "system", "content": "x" * 300}, {"role": "user", "content": "y" * 30}]
-    assert model.prompt_tokens(messages) == 100 + 10 + 3 * tokens.MESSAGE_TOKENS
+    assert model.prompt_tokens(messages) == 150 + 15 + 3 * tokens.MESSAGE_TOKENS
 
 
 @pytest.fixture(autouse=True)
