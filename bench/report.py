@@ -429,13 +429,18 @@ def window(results: dict) -> str:
            f"worked-examples section, {f['skill_tokens']} tokens; {f['failures']} of {f['rollouts']} rollouts "
            f"failed; a prompt may take {f['room']} tokens of the window: {command(result, 'python bench/window.py')}, "
            f"{when(result)}.", "",
-           "| arm | prompts sent (tokens) | usable replies | edits proposed | what the fitted prompt left out | "
-           "failed calls |", "|---|---|---|---|---|---|"]
+           "| arm | prompt sent | tokens (left for the reply) | outcome | what the prompt left out | minibatch |",
+           "|---|---|---|---|---|---|"]
     for arm in f["arms"]:
-        out.append(f"| {arm['arm']} | {', '.join(map(str, arm['prompt_tokens'])) or '—'} | {arm['usable']} / "
-                   f"{arm['minibatches']} | {arm['edits']} | "
-                   f"{'; '.join(n.split(': ', 1)[-1] for n in arm['notes']) or 'nothing'} | "
-                   f"{'; '.join(arm['errors']) or 'none'} |")
+        for n, call in enumerate(arm["calls"], 1):
+            left = "; ".join(part.split(": ", 1)[1] for part in call["note"].split("; ")
+                             if part.startswith("prompt fitted")) or "nothing"
+            outcome = (f"failed: {call['error']}" if call["error"]
+                       else "answered" + (" after a repair re-ask" if call["repaired"] else ""))
+            last = n == len(arm["calls"])
+            done = f"{arm['usable']} / {arm['minibatches']} usable, {arm['edits']} edit(s)" if last else ""
+            out.append(f"| {arm['arm'] if n == 1 else ''} | {n} | {call['prompt_tokens']} ({call['reply_room']}) | "
+                       f"{outcome} | {left} | {done} |")
     return "\n".join(out)
 
 

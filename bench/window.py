@@ -14,10 +14,12 @@ optimizer to reflect on those trajectories twice, through `skillopt.reflect.refl
   optimizer is told no window, so nothing is cut);
 - fitted: the default path, the prompt fitted to the optimizer's window (skillopt/window.py).
 
-Temperature 0, response cache off. Reported per arm: the tokens of the prompt each minibatch
-first sent, the room the window leaves for a prompt, usable replies, edits proposed, the
-error of a failed call and what the fitted prompt left out. The last line is one JSON object,
-saved to bench/results/window.json.
+Temperature 0, response cache off. Reported per arm: each prompt sent, with its tokens, the
+tokens the window left for the reply, its error and what it left out; usable replies and
+edits proposed. The reference's first call is what the code before the fit sent, and its
+outcome was the minibatch's; when it is refused, the fit's fallback then sends the next
+smaller shape, which is reported too. The last line is one JSON object, saved to
+bench/results/window.json.
 """
 from __future__ import annotations
 
@@ -40,19 +42,35 @@ from skillopt.tasks.loader import load_task  # noqa: E402
 MODEL = "local/qwen2.5-coder-1.5b"
 
 
+class Calls:
+    """A call sink that keeps each call's record (no response cache: every call is made)."""
+
+    def __init__(self):
+        self.records = []
+
+    def cache_get(self, key):
+        return None
+
+    def cache_put(self, key, model, value):
+        pass
+
+    def record_call(self, record):
+        self.records.append(record)
+
+
 class Optimizer(LLM):
     """The embedded optimizer, keeping every prompt it is sent; `fitted=False` tells the
-    reflection no window, so it sends the whole prompt."""
+    reflection no window, so its first prompt is the whole one."""
 
     def __init__(self, fitted: bool, settings: GenSettings):
-        super().__init__(MODEL, "optimizer", settings, use_cache=False)
+        super().__init__(MODEL, "optimizer", settings, use_cache=False, sink=Calls())
         self.fitted, self.sent = fitted, []
 
     def prompt_room(self) -> int | None:
         return super().prompt_room() if self.fitted else None
 
     def complete_json(self, messages, **kwargs):
-        self.sent.append((messages, kwargs.get("note", "")))
+        self.sent.append(messages)
         return super().complete_json(messages, **kwargs)
 
 
@@ -67,17 +85,29 @@ def grown_skill(task) -> str:
     return f"{skill.rstrip()}\n\n## {examples.SECTION}\n\n{lines}\n"
 
 
+def per_prompt(records) -> list[list]:
+    """The call records of each prompt sent: one, or two when its reply was repaired (the
+    first record's note then says "(repair asked)" and the repair's record follows it)."""
+    groups, i = [], 0
+    while i < len(records):
+        repaired = "(repair asked)" in records[i].note and i + 1 < len(records)
+        groups.append(records[i:i + 1 + repaired])
+        i += 1 + repaired
+    return groups
+
+
 def arm(name: str, optimizer: Optimizer, skill: str, trajs, config: RunConfig, scoring) -> dict:
     start = time.perf_counter()
     results = reflect(optimizer, skill, trajs, budget=2, buffer=StepBuffer(), meta_skill="", config=config,
                       step=1, seed=0, scoring=scoring)
+    calls = [{"prompt_tokens": optimizer.prompt_tokens(m), "reply_room": local.N_CTX - optimizer.prompt_tokens(m),
+              "error": group[-1].error[:160], "note": "; ".join(r.note for r in group if r.note)[:300],
+              "repaired": len(group) > 1} for m, group in zip(optimizer.sent, per_prompt(optimizer.sink.records))]
     row = {"arm": name, "minibatches": len(results), "usable": sum(r.ok for r in results),
-           "edits": sum(len(r.edits) for r in results), "calls": len(optimizer.sent),
-           "prompt_tokens": [optimizer.prompt_tokens(m) for m, _ in optimizer.sent],
-           "notes": sorted({n for _, n in optimizer.sent if n}),
+           "edits": sum(len(r.edits) for r in results), "calls": calls,
            "errors": [r.error[:160] for r in results if not r.ok], "wall_s": round(time.perf_counter() - start, 1)}
-    print(f"{name}: {row['usable']}/{row['minibatches']} usable replies, {row['edits']} edits, prompts of "
-          f"{row['prompt_tokens']} tokens, {row['wall_s']} s; errors: {row['errors'] or 'none'}", flush=True)
+    print(f"{name}: {row['usable']}/{row['minibatches']} usable replies, {row['edits']} edits, {row['wall_s']} s; "
+          f"calls: {calls}", flush=True)
     return row
 
 

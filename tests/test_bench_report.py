@@ -183,3 +183,26 @@ def test_the_real_model_bench_compares_both_arms_and_a_quick_run_saves_nothing()
     assert 0 < new["target_calls"] < ref["target_calls"]  # the defaults' cache and gate save calls
     assert figures["ratio"]["target_calls"] == round(new["target_calls"] / ref["target_calls"], 3)
     assert (saved.read_bytes() if saved.exists() else None) == before
+
+
+def test_the_window_table_lists_every_prompt_sent_and_what_it_left_out():
+    calls = [{"prompt_tokens": 4245, "reply_room": -149, "error": "context: Requested tokens (4245) exceed "
+              "context window of 4096", "note": "", "repaired": False},
+             {"prompt_tokens": 3651, "reply_room": 445, "error": "", "repaired": False,
+              "note": "prompt fitted to the context window: cases clipped to 300 chars"}]
+    fitted = [{"prompt_tokens": 2538, "reply_room": 1558, "error": "", "repaired": True,
+               "note": "prompt fitted to the context window: cases clipped to 300 chars, skill lines clipped to 160 "
+                       "chars; invalid_json: truncated (repair asked)"}]
+    figures = {"task": "invoice-extraction", "skill_tokens": 2034, "failures": 6, "rollouts": 8, "room": 3584,
+               "arms": [{"arm": "reference", "minibatches": 1, "usable": 1, "edits": 1, "calls": calls},
+                        {"arm": "fitted", "minibatches": 1, "usable": 1, "edits": 2, "calls": fitted}]}
+    text = report.window({"window": {"figures": figures, "date": "2026-12-02", "commit": "abc1234"}})
+    rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| arm")]
+    assert rows == [
+        "| reference | 1 | 4245 (-149) | failed: context: Requested tokens (4245) exceed context window of 4096 | "
+        "nothing |  |",
+        "|  | 2 | 3651 (445) | answered | cases clipped to 300 chars | 1 / 1 usable, 1 edit(s) |",
+        "| fitted | 1 | 2538 (1558) | answered after a repair re-ask | cases clipped to 300 chars, skill lines "
+        "clipped to 160 chars | 1 / 1 usable, 2 edit(s) |"]
+    assert "2034 tokens; 6 of 8 rollouts failed; a prompt may take 3584 tokens" in text
+    assert report.window({}).endswith(f"{report.NOT_MEASURED}.")
