@@ -21,15 +21,12 @@ RESULTS = ROOT / "bench" / "results"
 BENCHES = ("calls", "overhead", "dashboard", "local_model", "faults", "learning", "real_model", "sweep", "checks",
            "learning-worked-examples", "learning-examples-off", "learning-examples-per-trial",
            "learning-examples-pooled", "learning-before-template", "learning-before-auto-metric",
-           "learning-held-out-defaults", "learning-slow-update-forced", "learning-before-fit", "window")
+           "learning-slow-update-forced", "window")
 # Earlier learning runs kept beside the current defaults' (name -> what differed), each its own table.
 LEARNING_TRIALS = {
-    "learning-held-out-defaults": "The defaults on a held-out family, the gated slow update's arm (run at the same "
-                                  "commit as the forced arm below)",
-    "learning-slow-update-forced": "The slow update forced in at each epoch's end (`slow_update_gate=false`), on the "
-                                   "same family as the table above",
-    "learning-before-fit": "The defaults before the reflection prompt was fitted to the optimizer's context window "
-                           "(the run failed on an optimizer prompt longer than the window)",
+    "learning-slow-update-forced": "The slow update forced in at the end of epoch 2 (`slow_update_gate=false`; "
+                                   "every step before it runs as with the defaults), on a held-out family; the "
+                                   "final skill is the forced one",
     "learning-before-auto-metric": "The defaults before the auto gate metric (a choice scorer is all or nothing, so "
                                    "on ticket-routing the auto metric is hard and gates the same), with speculative "
                                    "rollouts that warmed the next batch while the gate ran",

@@ -25,6 +25,9 @@ SMALL = [*SIM, "--set", "num_epochs=1", "--set", "max_steps_per_epoch=2"]
 SLOW = ["--set", "target_model=sim/target?latency=0.05", "--set", "optimizer_model=sim/optimizer",
         "--set", "num_epochs=1", "--set", "max_steps_per_epoch=2"]
 GRID = ["--grid", "learning_rate=2,4", "--grid", "lr_scheduler=cosine,constant"]
+# Trials slow enough that a stop sent after two CLI start-ups still finds one running on a
+# loaded 2-core machine (at SLOW's pace all four could finish first).
+STOPPABLE = ["--set", "target_model=sim/target?latency=0.2", *SLOW[2:]]
 
 
 def env() -> dict[str, str]:
@@ -159,7 +162,7 @@ def test_a_killed_trial_process_is_resumed_from_its_last_step(tmp_path):
 def test_stop_then_resume_continues_the_stopped_trials(tmp_path):
     db = tmp_path / "s.db"
     log = tmp_path / "controller.log"
-    proc = background("sweep", "start", "--task", "sim-rulebook", *GRID, *SLOW, "--workers", "2", db=db, log=log)
+    proc = background("sweep", "start", "--task", "sim-rulebook", *GRID, *STOPPABLE, "--workers", "2", db=db, log=log)
     sweep_id = wait_for(lambda: "sweep id: " in log.read_text() and sweep_id_of(log.read_text()), "the sweep id")
     wait_for(lambda: any((t["step"] or 0) >= 1 for t in trials(db, sweep_id)), "a trial past its first step")
     out = cli("sweep", "resume", sweep_id, db=db)  # a second controller is refused while the first lives

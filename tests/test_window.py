@@ -13,6 +13,8 @@ from skillopt.models.providers import GenSettings, HandlerResult, ProviderError,
 from skillopt.reflect import StepBuffer, numbered, reflect
 from skillopt.tasks.task import Evaluation, Trajectory
 
+from tests.models.fakes import MemorySink
+
 # --- the shapes (pure) -------------------------------------------------------------------------
 
 
@@ -108,20 +110,6 @@ def _optimizer(limit: int, sink=None) -> LLM:
     return LLM(f"windowed/window-{limit}", "optimizer", GenSettings(max_retries=0, max_tokens=200), sink=sink)
 
 
-class _Rows:
-    def __init__(self):
-        self.rows = []
-
-    def cache_get(self, key):
-        return None
-
-    def cache_put(self, key, model, value):
-        pass
-
-    def record_call(self, record):
-        self.rows.append(record)
-
-
 def _reflect(optimizer):
     return reflect(optimizer, SKILL, _batch(), budget=2, buffer=StepBuffer(), meta_skill="", config=CONFIG,
                    step=1, seed=0)
@@ -129,7 +117,7 @@ def _reflect(optimizer):
 
 def test_a_prompt_too_long_for_the_window_is_sent_in_a_shape_that_fits():
     _SEEN.clear()
-    rows = _Rows()
+    rows = MemorySink()
     optimizer = _optimizer(WINDOW, rows)
     assert optimizer.prompt_room() == WINDOW - 200
     [result] = _reflect(optimizer)
@@ -137,7 +125,7 @@ def test_a_prompt_too_long_for_the_window_is_sent_in_a_shape_that_fits():
     assert len(_SEEN) == 1 and _SEEN[0][0] <= WINDOW - 200  # one call, and it left the reply its tokens
     assert set(result.item_ids) <= {t.item_id for t in _batch()}
     assert {t.expected for t in _batch() if t.item_id in result.item_ids} == {"legal", "account"}
-    assert rows.rows[0].note.startswith("prompt fitted to the context window:")
+    assert rows.records[0].note.startswith("prompt fitted to the context window:")
     assert "chars clipped" in _SEEN[0][1]  # the cases (and maybe skill lines) were cut, and say so
 
 
@@ -157,13 +145,13 @@ def test_a_prompt_that_fits_is_sent_whole_and_unchanged():
 
 def test_a_model_that_refuses_a_prompt_it_was_estimated_to_take_gets_the_next_shape():
     _SEEN.clear()
-    rows = _Rows()
+    rows = MemorySink()
     optimizer = _optimizer(1050, rows)  # claims 1400 tokens, refuses anything over 1050
     [result] = _reflect(optimizer)
     assert result.ok, result.error
     sizes = [size for size, _ in _SEEN]
     assert sizes == sorted(sizes, reverse=True) and sizes[-1] <= 1050 < sizes[0]
-    errors = [r.error.split(":")[0] for r in rows.rows]
+    errors = [r.error.split(":")[0] for r in rows.records]
     assert len(errors) >= 2 and errors == ["context"] * (len(errors) - 1) + [""]  # each refusal is on record
 
 
