@@ -291,8 +291,8 @@ def _messages(scoring: Scoring | None, kind: str, batch: tuple[Trajectory, ...],
               else "successes: the assistant got these right; add only knowledge the skill lacks")
     common = common_lines([t.prompt for t in batch])
     shared = "EVERY TASK BELOW ALSO SAYS:\n" + "\n".join(common) + "\n\n" if common else ""
-    values = dict(skill=numbered(skill, shape.line_chars), sections="; ".join(f'"{s}"' for s in sections) or "(none)", notes=notes,
-                  kind=header, common=shared, budget=budget)
+    values = dict(skill=numbered(skill, shape.line_chars), sections="; ".join(f'"{s}"' for s in sections) or "(none)",
+                  notes=notes, kind=header, common=shared, budget=budget)
     if scoring is None or scoring.kind not in GUIDANCE:
         return prompt_messages("reflect", **values,
                                cases=_cases_text(batch, limit, skill, common, context if kind == "failure" else ()))
