@@ -38,24 +38,9 @@ from skillopt.models.llm import LLM  # noqa: E402
 from skillopt.models.providers import GenSettings  # noqa: E402
 from skillopt.reflect import StepBuffer, common_lines, reflect  # noqa: E402
 from skillopt.tasks.loader import load_task  # noqa: E402
+from tests.models.fakes import MemorySink  # noqa: E402  (a call sink keeping each record, no cache)
 
 MODEL = "local/qwen2.5-coder-1.5b"
-
-
-class Calls:
-    """A call sink that keeps each call's record (no response cache: every call is made)."""
-
-    def __init__(self):
-        self.records = []
-
-    def cache_get(self, key):
-        return None
-
-    def cache_put(self, key, model, value):
-        pass
-
-    def record_call(self, record):
-        self.records.append(record)
 
 
 class Optimizer(LLM):
@@ -63,7 +48,7 @@ class Optimizer(LLM):
     reflection no window, so its first prompt is the whole one."""
 
     def __init__(self, fitted: bool, settings: GenSettings):
-        super().__init__(MODEL, "optimizer", settings, use_cache=False, sink=Calls())
+        super().__init__(MODEL, "optimizer", settings, use_cache=False, sink=MemorySink())
         self.fitted, self.sent = fitted, []
 
     def prompt_room(self) -> int | None:

@@ -78,8 +78,9 @@ def keep(answers: Sequence[str], n: int) -> tuple[int, ...]:
     first case of each answer first, so a smaller prompt still shows every group it can."""
     if n >= len(answers):
         return tuple(range(len(answers)))
-    firsts = list({a.strip(): i for i, a in reversed(list(enumerate(answers)))}.values())
-    firsts.sort()
-    chosen = firsts[:n]
+    first: dict[str, int] = {}
+    for i, answer in enumerate(answers):
+        first.setdefault(answer.strip(), i)
+    chosen = list(first.values())[:n]
     rest = [i for i in range(len(answers)) if i not in chosen]
     return tuple(sorted(chosen + rest[:n - len(chosen)]))

@@ -148,7 +148,7 @@ class LLM:
     def useful_concurrency(self) -> int | None:
         """The most calls of this model worth having in flight, as its provider says (1 for a
         model computed in this process one call at a time); None: no limit of its own."""
-        provider = tokens.provider(self.prefix)
+        provider = providers.available(self.prefix)
         return provider.concurrency(self.name) if provider is not None and provider.concurrency else None
 
     @functools.cached_property

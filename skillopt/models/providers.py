@@ -11,7 +11,8 @@ simulator in until a model of theirs is asked for.
 Public API:
     GenSettings, HandlerResult, Handler, ProviderError, RETRYABLE_KINDS, FATAL_KINDS, PROMPT_KINDS, prompt_fault
     register_provider(prefix, handler, via_litellm=False, preflight=None)
-    lookup(prefix) -> Provider | None;  registered() -> list[tuple[str, Provider]]
+    lookup(prefix) -> Provider | None;  available(prefix) -> Provider | None
+    registered() -> list[tuple[str, Provider]]
     BUILTIN_PROVIDERS: prefix -> module that registers it
 """
 from __future__ import annotations
@@ -138,6 +139,16 @@ def lookup(prefix: str) -> Provider | None:
     if prefix not in _PROVIDERS and prefix in BUILTIN_PROVIDERS:
         importlib.import_module(BUILTIN_PROVIDERS[prefix])
     return _PROVIDERS.get(prefix)
+
+
+def available(prefix: str) -> Provider | None:
+    """`lookup`, with a built-in provider whose package is missing taken as absent: for the
+    questions asked before a call (how many in flight, how long a prompt), where the call itself
+    then reports the missing package."""
+    try:
+        return lookup(prefix)
+    except ImportError:
+        return None
 
 
 def registered() -> list[tuple[str, Provider]]:

@@ -12,19 +12,10 @@ CHARS_PER_TOKEN = 2  # where the provider has no tokenizer; errs long: prose tak
 MESSAGE_TOKENS = 8  # a chat template's tokens around each message (role header and end mark)
 
 
-def provider(prefix: str) -> providers.Provider | None:
-    """The registered provider of `prefix`; None for a litellm model, or when a built-in
-    provider's package is missing (reported when the model is first called)."""
-    try:
-        return providers.lookup(prefix)
-    except ImportError:
-        return None
-
-
 def window(model: str) -> int | None:
     """The context window of "prefix/name" in tokens; None when not known."""
     prefix, _, name = model.partition("/")
-    found = provider(prefix)
+    found = providers.available(prefix)
     if found is not None:
         return found.window(name) if found.window else None
     try:
@@ -37,7 +28,7 @@ def prompt_tokens(model: str, messages: list[dict]) -> int:
     """The tokens `messages` take in `model`: its provider's tokenizer where it has one, else
     the estimate; each message adds its chat-template marks, and so does the reply's header."""
     prefix, _, name = model.partition("/")
-    found = provider(prefix)
+    found = providers.available(prefix)
     count = ((lambda text: found.tokens(name, text)) if found is not None and found.tokens
              else (lambda text: -(-len(text) // CHARS_PER_TOKEN)))
     return sum(count(str(m.get("content") or "")) + MESSAGE_TOKENS for m in messages) + MESSAGE_TOKENS
