@@ -27,6 +27,7 @@ from . import window
 from .config import RunConfig
 from .errors import ModelError
 from .evidence import STOP_WORDS, Evidence, contradiction
+from .fitting import complete_fitted
 from .models.providers import prompt_fault
 from .patch import Edit
 from .prompts import clip, prompt_messages
@@ -312,19 +313,15 @@ def _reflect_one(optimizer, index: int, kind: str, batch: tuple[Trajectory, ...]
     cap = max(budget, 0) + EXTRA_EDITS
     answers = [t.expected for t in batch]
 
-    def build(shape: window.Shape) -> tuple[tuple[Trajectory, ...], list[dict]]:
-        shown = tuple(batch[i] for i in window.keep(answers, shape.cases))
-        return shown, _messages(scoring, kind, shown, skill, budget, notes, sections, shape, context)
+    def shown(shape: window.Shape) -> tuple[Trajectory, ...]:
+        return tuple(batch[i] for i in window.keep(answers, shape.cases))
 
-    for shape, (shown, messages) in window.drafts(window.ladder(limit, len(batch)), build,
-                                               lambda draft: optimizer.prompt_tokens(draft[1]),
-                                               optimizer.prompt_room()):
-        value, reply = optimizer.complete_json(
-            messages, stage="reflect", step=step, schema=reflect_schema(budget, sections, n_lines),
-            validate=lambda obj: parse_edits(obj, skill, kind, cap), note=shape.describe(len(batch), limit))
-        if value is not None or not prompt_fault(reply.error):
-            break  # a prompt too long for the model (its estimate was off) tries the next shape
-    ids = tuple(t.item_id for t in shown)
+    shape, value, reply = complete_fitted(
+        optimizer, window.ladder(limit, len(batch)),
+        lambda shape: _messages(scoring, kind, shown(shape), skill, budget, notes, sections, shape, context),
+        describe=lambda shape: shape.describe(len(batch), limit), stage="reflect", step=step,
+        schema=reflect_schema(budget, sections, n_lines), validate=lambda obj: parse_edits(obj, skill, kind, cap))
+    ids = tuple(t.item_id for t in shown(shape))
     if value is None:
         return MinibatchResult(index=index, kind=kind, item_ids=ids, ok=False, summary="", edits=(),
                                error=reply.error or "unusable reply")

@@ -12,6 +12,8 @@ import difflib
 from dataclasses import dataclass
 from typing import Sequence
 
+from . import window
+from .fitting import complete_fitted
 from .patch import Edit
 from .prompts import clip, prompt_messages
 from .reflect import describe_edit, format_case
@@ -26,6 +28,9 @@ EXAMPLES = 4  # cases of each kind shown to the optimizer: evidence, not a secon
 CASE_CHARS = 400
 DIFF_CHARS = 1500
 SKILL_CHARS = 3000
+EDIT_CHARS = 160  # an accepted or rejected edit in the meta prompt: enough to tell what it did
+# The meta prompt's shapes, largest first: the latest edits of each list, fewer as the room shrinks.
+META_SHAPES = (window.Shape(EDIT_CHARS, 12), window.Shape(EDIT_CHARS, 6), window.Shape(EDIT_CHARS, 3))
 
 
 @dataclass(frozen=True)
@@ -95,17 +100,29 @@ def _schema(title: str, key: str, limit: int) -> dict:
                                  "items": {"type": "string", "maxLength": BULLET_CHARS}}}}
 
 
-def _cases(ids: Sequence[str], trajs: Sequence[Trajectory], skill: str) -> str:
+def _cases(ids: Sequence[str], trajs: Sequence[Trajectory], skill: str, shape: window.Shape) -> str:
     by_id = {t.item_id: t for t in trajs}
-    shown = [by_id[i] for i in ids if i in by_id][:EXAMPLES]
+    shown = [by_id[i] for i in ids if i in by_id][:shape.cases]
     more = len(ids) - len(shown)
-    text = "\n".join(format_case(n, t, CASE_CHARS, skill) for n, t in enumerate(shown, 1))
+    text = "\n".join(format_case(n, t, shape.case_chars, skill) for n, t in enumerate(shown, 1))
     return (text + (f"\n(and {more} more)" if more > 0 else "")) or "(none)"
 
 
-def _diff(old: str, new: str) -> str:
+def _diff(old: str, new: str, limit: int) -> str:
     lines = list(difflib.unified_diff(old.splitlines(), new.splitlines(), "previous", "current", lineterm="", n=1))
-    return clip("\n".join(lines[2:]), DIFF_CHARS) or "(no change)"
+    return clip("\n".join(lines[2:]), limit) or "(no change)"
+
+
+def _skill_view(skill: str, shape: window.Shape) -> str:
+    """The skill as the slow update shows it; a shape that clips lines also halves the whole."""
+    if not shape.line_chars:
+        return clip(skill.strip(), SKILL_CHARS)
+    return clip("\n".join(clip(line, shape.line_chars) for line in skill.strip().splitlines()), SKILL_CHARS // 2)
+
+
+def _slow_note(shape: window.Shape) -> str:
+    note = shape.describe(EXAMPLES, CASE_CHARS)  # cases: those shown of each kind
+    return note + ", the skill and the diff at half their length" if shape.line_chars else note
 
 
 def slow_update(optimizer, *, skill: str, previous_skill: str, comparison: Comparison,
@@ -113,13 +130,18 @@ def slow_update(optimizer, *, skill: str, previous_skill: str, comparison: Compa
     """Rewrite the guidance block from the epoch comparison. `skill` of the result is the
     candidate (the trainer gates it when slow_update_gate is on); on failure it is unchanged."""
     old = guidance(skill)
-    messages = prompt_messages(
-        "slow_update", **comparison.counts(), diff=_diff(previous_skill, skill), guidance=old or "(none yet)",
-        regressed_cases=_cases(comparison.regressed, cur, skill),
-        failing_cases=_cases(comparison.persistent_failure, cur, skill), skill=clip(skill.strip(), SKILL_CHARS))
-    bullets, reply = optimizer.complete_json(messages, stage="slow_update", step=step,
-                                             schema=_schema("slow_update", "guidance", MAX_BULLETS),
-                                             validate=lambda obj: _bullets(obj, "guidance", MAX_BULLETS))
+
+    def build(shape: window.Shape) -> list[dict]:
+        return prompt_messages(
+            "slow_update", **comparison.counts(), guidance=old or "(none yet)",
+            diff=_diff(previous_skill, skill, DIFF_CHARS // 2 if shape.line_chars else DIFF_CHARS),
+            regressed_cases=_cases(comparison.regressed, cur, skill, shape),
+            failing_cases=_cases(comparison.persistent_failure, cur, skill, shape), skill=_skill_view(skill, shape))
+
+    _, bullets, reply = complete_fitted(optimizer, window.ladder(CASE_CHARS, EXAMPLES), build, describe=_slow_note,
+                                        stage="slow_update", step=step,
+                                        schema=_schema("slow_update", "guidance", MAX_BULLETS),
+                                        validate=lambda obj: _bullets(obj, "guidance", MAX_BULLETS))
     if bullets is None:
         return SlowResult(guidance=old, skill=skill, ok=False,
                           error=reply.error or f"epoch {epoch}: unusable slow-update reply")
@@ -131,20 +153,28 @@ def meta_update(optimizer, *, meta_skill: str, comparison: Comparison | None, ac
                 rejected_edits: Sequence[RejectedEdit], step: int, epoch: int) -> MetaResult:
     """Rewrite the optimizer's strategy notes; on failure the old notes stay. `comparison` is
     None when no slow update compared the epoch's skills (the notes learn from the edits alone)."""
-    accepted = "\n".join(f"- {describe_edit(e)}" for e in list(accepted_edits)[-12:]) or "(none)"
-    rejected = "\n".join(f"- {describe_edit(r.edit)} ({r.reason} {r.score_before:.3f} -> {r.score_after:.3f})"
-                         for r in list(rejected_edits)[-12:]) or "(none)"
     if comparison is None:
         evidence = "THIS EPOCH: the skills were not compared on the same tasks (no slow update)."
     else:
         k = comparison.counts()
         evidence = (f"THIS EPOCH on the same tasks: improved {k['improved']}, regressed {k['regressed']}, "
                     f"still failing {k['persistent']}, still right {k['stable']}.")
-    messages = prompt_messages("meta_skill", notes=meta_skill.strip() or "(none yet)", evidence=evidence,
+
+    def build(shape: window.Shape) -> list[dict]:  # shape.cases: the latest edits shown of each list
+        accepted = "\n".join(f"- {describe_edit(e, shape.case_chars)}"
+                             for e in list(accepted_edits)[-shape.cases:]) or "(none)"
+        rejected = "\n".join(f"- {describe_edit(r.edit, shape.case_chars)} "
+                             f"({r.reason} {r.score_before:.3f} -> {r.score_after:.3f})"
+                             for r in list(rejected_edits)[-shape.cases:]) or "(none)"
+        return prompt_messages("meta_skill", notes=meta_skill.strip() or "(none yet)", evidence=evidence,
                                accepted=accepted, rejected=rejected)
-    notes, reply = optimizer.complete_json(messages, stage="meta", step=step,
-                                           schema=_schema("meta_skill", "notes", MAX_NOTES),
-                                           validate=lambda obj: _bullets(obj, "notes", MAX_NOTES))
+
+    def note(shape: window.Shape) -> str:
+        return "" if shape == META_SHAPES[0] else f"{window.FITTED}: the last {shape.cases} edits of each list"
+
+    _, notes, reply = complete_fitted(optimizer, META_SHAPES, build, describe=note, stage="meta", step=step,
+                                      schema=_schema("meta_skill", "notes", MAX_NOTES),
+                                      validate=lambda obj: _bullets(obj, "notes", MAX_NOTES))
     if notes is None:
         return MetaResult(content=meta_skill, ok=False,
                           error=reply.error or f"epoch {epoch}: unusable meta-skill reply")

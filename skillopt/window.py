@@ -1,4 +1,7 @@
-"""Fitting a reflection prompt into the optimizer's context window.  (pure: no I/O)
+"""The shapes an optimizer prompt comes in, to fit the model's context window.  (pure: no I/O)
+
+The reflection prompt is the one that grows with the skill; the epoch-end prompts (slow.py)
+use the same shapes. fitting.py sends them.
 
 A skill grows as a run learns (a worked example is a whole task text), while the optimizer's
 context window stays what it is: 4096 tokens for the embedded model, of which the reply
@@ -14,7 +17,7 @@ is sent:
 4. shorter cases again.
 
 A shape whose size was estimated wrong is caught by the model's own refusal (a prompt fault):
-the caller then tries the next shape.
+fitting.complete_fitted then sends the next shape.
 """
 from __future__ import annotations
 

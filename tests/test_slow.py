@@ -7,12 +7,14 @@ import pytest
 
 from skillopt.models import llm
 from skillopt.models.llm import LLM
-from skillopt.models.providers import GenSettings, HandlerResult, register_provider
+from skillopt.models.providers import GenSettings, HandlerResult, ProviderError, register_provider
 from skillopt.patch import Edit, apply_edits
 from skillopt.state import RejectedEdit
 from skillopt.skill import SLOW_END, SLOW_START, guidance, protected_spans, validate, with_guidance
 from skillopt.slow import Comparison, compare, meta_update, slow_update
 from skillopt.tasks.task import Evaluation, Trajectory
+
+from tests.models.fakes import MemorySink
 
 SKILL = "# Routing\n\n## House rules\n\n- Z codes: freight.\n"
 PREVIOUS = "# Routing\n\n## House rules\n\n- Nothing special.\n"
@@ -142,3 +144,73 @@ def test_failed_meta_update_keeps_the_old_notes():
     result = meta_update(scripted(lambda m: "{}", "meta-bad"), meta_skill="- keep me", comparison=COMPARISON,
                          accepted_edits=[], rejected_edits=[], step=6, epoch=2)
     assert not result.ok and result.content == "- keep me" and result.error
+
+
+# --- the prompts fitted to a model's context window ----------------------------------------------
+
+_SIZES: list[tuple[int, str]] = []
+
+
+def _tokens(name: str, text: str) -> int:
+    return -(-len(text) // 4)
+
+
+def _windowed(name, messages, settings, response_format):
+    size = sum(_tokens(name, m["content"]) + 8 for m in messages) + 8
+    limit = int(name.split("-")[1])  # "w-N": refuses any prompt over N tokens
+    _SIZES.append((size, messages[1]["content"]))
+    if size > limit:
+        raise ProviderError("context", f"Requested tokens ({size}) exceed context window of {limit}")
+    key = "notes" if "STRATEGY NOTES" in messages[0]["content"] else "guidance"
+    return HandlerResult(json.dumps({key: ["When a request names a PO box, the answer is postal."]}), size, 20)
+
+
+register_provider("h4slowwin", _windowed, window=lambda name: 1500, tokens=_tokens)
+
+LONG = [traj(i, 0.0, prompt=f"Order {i}: " + "a long delivery note about the parcel and its route " * 20)
+        for i in "bcdefgh"]
+LONG_SKILL = "# Routing\n\n## House rules\n\n" + "".join(f"- Rule {i}: {'a wordy house rule ' * 15}\n" for i in range(12))
+
+
+def _slow_model(limit: int, sink=None) -> LLM:
+    return LLM(f"h4slowwin/w-{limit}", "optimizer", GenSettings(max_retries=0, max_tokens=200), sink=sink)
+
+
+def test_a_slow_update_too_long_for_the_window_is_sent_in_a_shape_that_fits():
+    _SIZES.clear()
+    rows = MemorySink()
+    comparison = Comparison(improved=(), regressed=("b", "c", "d"), persistent_failure=("e", "f", "g", "h"),
+                            stable_success=())
+    result = slow_update(_slow_model(1500, rows), skill=LONG_SKILL, previous_skill=PREVIOUS, comparison=comparison,
+                         prev=[], cur=LONG, step=6, epoch=2)
+    assert result.ok and "PO box" in result.guidance  # the update was made, not lost to the window
+    assert len(_SIZES) == 1 and _SIZES[0][0] <= 1500 - 200  # one call, and the reply kept its tokens
+    assert rows.records[0].note.startswith("prompt fitted to the context window:")
+    assert "STILL FAILING CASES:" in _SIZES[0][1] and "REGRESSED CASES" in _SIZES[0][1]  # every part still there
+
+
+def test_a_slow_update_that_fits_is_sent_whole_with_no_note():
+    _SIZES.clear()
+    rows = MemorySink()
+    result = slow_update(_slow_model(1500, rows), skill=SKILL, previous_skill=PREVIOUS, comparison=COMPARISON,
+                         prev=[], cur=CUR, step=6, epoch=2)
+    assert result.ok and len(_SIZES) == 1 and rows.records[0].note == ""
+    seen = []
+    slow_update(scripted(lambda m: seen.append(m[1]["content"]) or json.dumps({"guidance": ["x"]}), "nowin"),
+                skill=SKILL, previous_skill=PREVIOUS, comparison=COMPARISON, prev=[], cur=CUR, step=6, epoch=2)
+    assert seen == [_SIZES[0][1]]  # the same bytes as a model with no window: cache keys unchanged
+
+
+def test_a_meta_update_with_many_long_edits_shows_the_latest_that_fit():
+    _SIZES.clear()
+    rows = MemorySink()
+    accepted = [Edit("add", content=f"- Accepted rule {i}: " + "some long wording " * 12) for i in range(12)]
+    rejected = [RejectedEdit(i, Edit("add", content=f"- Rejected rule {i}: " + "more long wording " * 12),
+                             0.5, 0.4, "gate") for i in range(12)]
+    result = meta_update(_slow_model(900, rows), meta_skill="- old note", comparison=COMPARISON,
+                         accepted_edits=accepted, rejected_edits=rejected, step=6, epoch=2)
+    assert result.ok and "PO box" in result.content
+    sent = _SIZES[-1][1]
+    assert "Accepted rule 11" in sent and "Rejected rule 11" in sent and "Accepted rule 0:" not in sent
+    assert rows.records[-1].note.startswith("prompt fitted to the context window: the last")
+    assert [r.error.split(":")[0] for r in rows.records][:-1] == ["context"] * (len(rows.records) - 1)
