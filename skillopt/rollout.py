@@ -67,6 +67,17 @@ class Batch:
         return (bool(self.trajectories) and self.n_errors == len(self.trajectories)
                 and not all(prompt_fault(t.error) for t in self.trajectories))
 
+    def overflow(self, max_error_rate: float, target: str) -> str:
+        """Why no run can score this batch, when more of its items than max_error_rate allows
+        failed because the prompt was longer than the target's context ("" otherwise): unlike
+        an outage, resuming would fail on the same prompts."""
+        too_long = [t for t in self.trajectories if prompt_fault(t.error)]
+        if len(too_long) <= max_error_rate * len(self.trajectories):
+            return ""
+        return (f"{len(too_long)} of {len(self.trajectories)} prompts were longer than target {target}'s context "
+                f"window ({too_long[0].error}); shorten the seed skill or the task's inputs, or use a target with "
+                f"a larger window (resuming will not help)")
+
     def complete(self, max_error_rate: float) -> bool:
         """Whether the errored items are few enough for the means to stand for the batch."""
         return self.n_errors <= max_error_rate * len(self.trajectories)

@@ -119,6 +119,8 @@ class Trainer:
         self.enter(0, "gate", "scoring the seed skill on the selection split")
         batch = self.evaluate(seed, self.plan.selection, step=0, split="selection", purpose="gate_current",
                               stage="gate")
+        if problem := batch.overflow(self.config.max_error_rate, self.models.target.model):
+            raise ModelError(f"the seed skill on the selection split: {problem}")
         start, chosen, bare = seed, batch, None
         if self.config.gate_seed_against_no_skill and seed.strip():
             # Do no harm: a seed that scores below no skill at all is not where training starts.
@@ -188,18 +190,16 @@ class Trainer:
         return reflect.alive(minibatches, self.models.optimizer.model)
 
     def evidence(self, step: int) -> Evidence | None:
-        """The train tasks seen so far, for checking label rules against the data (labels
-        only: a rule naming a number or a format has no answer to count)."""
+        """The train tasks seen so far, to check label rules against (a number has no answer to count)."""
         if not self.config.check_evidence or self.scoring is None or self.scoring.kind != "label":
             return None
         return collect(self.plan.train, [it for s in range(1, step + 1) for it in self.plan.batch(s)], self.task.render)
 
     def aggregate(self, step: int, minibatches: Sequence[reflect.MinibatchResult]) -> list[transforms.Candidate]:
         """Every proposal of the step, normalised, deduplicated, (merged) and ranked."""
-        c = self.config
         proposals = [transforms.Proposal(edit=e, minibatch=m.index) for m in minibatches for e in m.edits]
-        merge = advisor.llm_merge(self.models.optimizer, step) if c.merge_mode == "llm" else None
-        return transforms.prepare(proposals, dedupe_threshold=c.dedupe_threshold, merge=merge)
+        merge = advisor.llm_merge(self.models.optimizer, step) if self.config.merge_mode == "llm" else None
+        return transforms.prepare(proposals, dedupe_threshold=self.config.dedupe_threshold, merge=merge)
 
     def edit_budget(self, step: int, skill: str, pool: list[transforms.Candidate], scheduled: int) -> int:
         """The scheduled budget, or the optimizer's own choice under the autonomous schedule."""

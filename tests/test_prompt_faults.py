@@ -61,3 +61,43 @@ def test_reflections_whose_prompt_overflows_skip_the_step_instead_of_failing_the
     assert steps and all(s["decision"] == "skip" for s in steps)
     reflections = r.q("SELECT ok, error FROM reflections WHERE run_id = ?", (run_id,))
     assert reflections and all(not x["ok"] and x["error"].startswith("context:") for x in reflections)
+
+
+def every_prompt_too_long(name, messages, settings, response_format):
+    raise ProviderError("context", "Requested tokens (5000) exceed context window of 4096")
+
+
+def one_prompt_too_long(name, messages, settings, response_format):
+    if messages[-1]["content"] == LONGEST[0]:
+        raise ProviderError("context", "Requested tokens (4200) exceed context window of 4096")
+    return HandlerResult("standard", 10, 2)
+
+
+register_provider("ctxnone", every_prompt_too_long)
+register_provider("ctxone", one_prompt_too_long)
+LONGEST: list[str] = []
+
+
+def test_a_task_whose_prompts_the_target_cannot_take_fails_at_the_seed_with_one_line(tmp_path):
+    db = tmp_path / "s.db"
+    run_id = run_sim(db, "target_model=ctxnone/t", *ONE_EPOCH)
+    r = Reader(db)
+    run = r.run(run_id)
+    assert run["status"] == "failed"
+    assert run["reason"].startswith("the seed skill on the selection split: ")
+    assert "prompts were longer than target ctxnone/t's context window" in run["reason"]
+    assert "resuming will not help" in run["reason"] and "\n" not in run["reason"]
+    assert not r.q("SELECT 1 FROM steps WHERE run_id = ?", (run_id,))  # no step paid for a run that cannot work
+    assert not r.q("SELECT 1 FROM llm_calls WHERE run_id = ? AND role = 'optimizer'", (run_id,))
+
+
+def test_a_rare_prompt_too_long_for_the_target_leaves_the_run_going(tmp_path):
+    from skillopt.tasks.loader import load_task
+    task = load_task("sim-rulebook")
+    LONGEST[:] = [max((task.render(it) for it in task.split("selection")), key=len)]
+    db = tmp_path / "s.db"
+    run_id = run_sim(db, "target_model=ctxone/t", *ONE_EPOCH)
+    r = Reader(db)
+    assert r.run(run_id)["status"] == "completed"
+    errors = r.q("SELECT error FROM rollouts WHERE run_id = ? AND error != ''", (run_id,))
+    assert errors and all(e["error"].startswith("context:") for e in errors)  # within max_error_rate
