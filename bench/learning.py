@@ -1,6 +1,6 @@
 """Learning on real tasks: does a trained skill beat no skill and the seed, on tasks of every type?
 
-    python bench/learning.py [--quick] [--tasks a,b] [--db PATH] [--no-save] [--set KEY=VALUE ...]
+    python bench/learning.py [--quick] [--tasks a,b] [--db PATH [--resume]] [--no-save] [--set KEY=VALUE ...]
 
 Trains each task in TASKS -- the real built-in tasks and parcel-lockers and waste-sorting, tasks
 generated for this bench (their files' hashes are in README.md) -- with the embedded model
@@ -37,9 +37,11 @@ a 20-item test sample and at most 2 steps. Its figures are labelled quick everyw
 no evidence for or against the targets (20 test items cannot show a 10-point lift).
 
 After each task the figures so far are saved, the tasks not yet run named as pending, so a
-bench stopped early keeps what it measured. The last line is one JSON object, also saved to
-bench/results/learning.json (bench/report.py
-puts it in README.md).
+bench stopped early keeps what it measured. A task's run stopped or killed midway is not lost
+either: `--db PATH --resume` resumes it from its last checkpoint (paid replies come from the
+store's cache), and its wall time adds the seconds it had run to the resumed part (name only
+the tasks not finished: a completed run is not run again). The last line is one JSON object,
+also saved to bench/results/learning.json (bench/report.py puts it in README.md).
 """
 from __future__ import annotations
 
@@ -83,19 +85,47 @@ def task_type(task: str) -> str:
     return "format" if task in FORMAT_TASKS else "classification"
 
 
-def train(db: Path, task: str, options: tuple[str, ...]) -> tuple[str, str, float]:
-    """One run into `db`: (run id, final status, wall seconds)."""
+def unfinished(db: Path, task: str) -> dict | None:
+    """The bench's latest run of `task` in `db` that did not complete, with the seconds it ran
+    (from its start to its last heartbeat: what a killed run had measured); None if there is
+    none. A completed one is an error: its figures are read, not run again."""
+    if not db.exists():
+        return None
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = _rows(conn, "SELECT id, status, started_at, heartbeat_at FROM runs WHERE name = ? "
+                           "ORDER BY created_at DESC LIMIT 1", (f"bench learning {task}",))
+    finally:
+        conn.close()
+    if not rows:
+        return None
+    if rows[0]["status"] == "completed":
+        raise SystemExit(f"{task} already completed in {db} (run {rows[0]['id']}); nothing to resume")
+    row = rows[0]
+    return {"id": row["id"], "ran_s": max(0.0, (row["heartbeat_at"] or 0.0) - (row["started_at"] or 0.0))}
+
+
+def train(db: Path, task: str, options: tuple[str, ...], resume: bool = False) -> tuple[str, str, float]:
+    """One run into `db`: (run id, final status, wall seconds). With `resume`, an unfinished
+    run of the task in `db` is resumed instead (its options are its own), and its wall time is
+    the seconds it had run plus the resumed part."""
     from skillopt import runner
     from skillopt.config import load_config
     from skillopt.store.writer import Store
 
+    earlier = unfinished(db, task) if resume else None
     store = Store(db)
     start = time.perf_counter()
     try:
-        run_id, status = runner.start(store, task, load_config(None, list(options)), name=f"bench learning {task}")
+        if earlier is not None:
+            print(f"resuming {task} run {earlier['id']} after {earlier['ran_s']:.0f} s", flush=True)
+            run_id, status = earlier["id"], runner.resume(store, earlier["id"])
+        else:
+            run_id, status = runner.start(store, task, load_config(None, list(options)),
+                                          name=f"bench learning {task}")
     finally:
         store.close()
-    return run_id, status, round(time.perf_counter() - start, 1)
+    return run_id, status, round((earlier["ran_s"] if earlier else 0.0) + time.perf_counter() - start, 1)
 
 
 def _rows(conn: sqlite3.Connection, sql: str, params: tuple) -> list[dict]:
@@ -277,10 +307,10 @@ def targets(kind: str, row: dict) -> dict:
     return out
 
 
-def measure(db: Path, task: str, options: tuple[str, ...]) -> dict:
+def measure(db: Path, task: str, options: tuple[str, ...], resume: bool = False) -> dict:
     """Train one task and read back its row; an engine error is a row too (the bench goes on)."""
     try:
-        run_id, _, wall_s = train(db, task, options)
+        run_id, _, wall_s = train(db, task, options, resume)
     except Exception as exc:  # noqa: BLE001 -- one broken task must not cost the other runs' hours
         return {"task": task, "type": task_type(task), "status": "error", "reason": f"{type(exc).__name__}: {exc}",
                 "targets": {"completed": _check(False, "the run raised before it finished")}, "met": False}
@@ -331,14 +361,14 @@ def figures_of(rows: dict, pending: list[str], quick: bool, options: tuple[str, 
 
 
 def run(tasks: list[str], db: Path, quick: bool, extra: tuple[str, ...] = (),
-        on_task: Callable[[dict], None] = lambda figures: None) -> dict:
+        on_task: Callable[[dict], None] = lambda figures: None, resume: bool = False) -> dict:
     """Train every task in order; after each, `on_task` gets the figures so far (a task takes up
     to an hour, so a bench stopped before its last task still leaves the finished ones)."""
     options = overrides(quick, extra)
     rows = {}
     for n, task in enumerate(tasks):
         print(f"training {task} ({' '.join(options)}) ...", flush=True)
-        rows[task] = measure(db, task, options)
+        rows[task] = measure(db, task, options, resume)
         print(describe(rows[task]), flush=True)
         on_task(figures_of(dict(rows), tasks[n + 1:], quick, options, bool(extra)))
     return figures_of(rows, [], quick, options, bool(extra))
@@ -354,17 +384,23 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--no-save", action="store_true", help="leave bench/results/learning.json as it is")
     ap.add_argument("--trial-name", metavar="NAME",
                     help="save a --set trial as bench/results/learning-NAME.json (never as the bench's result)")
+    ap.add_argument("--resume", action="store_true",
+                    help="with --db: resume each task's unfinished run there (a stopped or killed bench), "
+                         "start the tasks it has no run of")
     args = ap.parse_args(argv)
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     if not tasks:
         raise SystemExit("--tasks names no task")
-    if args.db is not None and args.db.exists():
+    if args.resume and args.db is None:
+        raise SystemExit("--resume needs --db, the database of the runs to resume")
+    if args.db is not None and args.db.exists() and not args.resume:
         # A used database would serve cached replies: calls and wall time would not be a fresh run's.
-        raise SystemExit(f"{args.db} exists; --db must name a new file")
+        raise SystemExit(f"{args.db} exists; --db must name a new file (or add --resume to go on with its runs)")
     keep = not (args.no_save or args.set)  # a trial with other settings is never saved as the result
     with tempfile.TemporaryDirectory(prefix="skillopt-learning-") as tmp:
         figures = run(tasks, args.db or Path(tmp) / "runs.db", args.quick, tuple(args.set),
-                      on_task=lambda partial: save_result("learning", partial) if keep and partial["pending"] else None)
+                      on_task=lambda partial: save_result("learning", partial) if keep and partial["pending"] else None,
+                      resume=args.resume)
     verdict = "all targets met" if figures["met"] else "targets MISSED: " + ", ".join(
         f"{t} ({', '.join(k for k, c in r['targets'].items() if not c['met'])})"
         for t, r in figures["tasks"].items() if not r["met"])

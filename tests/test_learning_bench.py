@@ -236,6 +236,39 @@ def test_the_bench_ends_with_one_json_line_and_a_trial_is_not_saved(tmp_path, mo
         learning.main(argv)
 
 
+def test_a_stopped_run_is_resumed_with_its_time_so_far_and_ends_as_an_uninterrupted_one(tmp_path, monkeypatch,
+                                                                                        capsys):
+    from skillopt import events as ev
+    from skillopt import runner
+    from skillopt.config import load_config
+    from skillopt.store.writer import Store
+
+    def interrupt(event):  # a kill after step 2's record: the run is left "stopped", resumable
+        if isinstance(event, ev.StepCompleted) and event.step == 2:
+            raise KeyboardInterrupt
+
+    db = tmp_path / "runs.db"
+    store = Store(db)
+    with pytest.raises(KeyboardInterrupt):
+        runner.start(store, "sim-rulebook", load_config(None, list(learning.overrides(True, SIM))),
+                     name="bench learning sim-rulebook", callbacks=(interrupt,))
+    store.close()
+    ran = learning.unfinished(db, "sim-rulebook")
+    assert ran is not None and ran["ran_s"] > 0
+    monkeypatch.setattr(benchkit, "RESULTS", tmp_path / "results")
+    argv = ["--quick", "--tasks", "sim-rulebook", "--db", str(db), "--resume", *(f"--set={s}" for s in SIM)]
+    monkeypatch.setattr(sys, "argv", [str(ROOT / "bench" / "learning.py"), *argv])
+    row = learning.main(argv)["figures"]["tasks"]["sim-rulebook"]
+    assert "resuming sim-rulebook run" in capsys.readouterr().out
+    assert row["status"] == "completed" and row["run_id"] == ran["id"] and row["wall_s"] >= ran["ran_s"]
+    fresh = learning.measure(tmp_path / "fresh.db", "sim-rulebook", learning.overrides(True, SIM))
+    assert row["test"] == fresh["test"] and row["steps"] == fresh["steps"]  # as if never stopped
+    with pytest.raises(SystemExit, match="already completed"):
+        learning.main(argv)
+    with pytest.raises(SystemExit, match="--resume needs --db"):
+        learning.main(["--resume", "--tasks", "sim-rulebook"])
+
+
 def test_the_full_bench_is_the_documented_setting():
     options = learning.overrides(quick=False)
     assert options == ("target_model=local/qwen2.5-coder-1.5b", "optimizer_model=local/qwen2.5-coder-1.5b",
@@ -272,7 +305,7 @@ def test_the_readme_shows_a_full_run_without_not_measured(sim_bench):
 
 
 def test_each_finished_task_is_saved_with_the_rest_pending(sim_bench, tmp_path, monkeypatch):
-    monkeypatch.setattr(learning, "measure", lambda db, task, options: {**sim_bench[1], "task": task})
+    monkeypatch.setattr(learning, "measure", lambda db, task, options, resume=False: {**sim_bench[1], "task": task})
     monkeypatch.setattr(benchkit, "RESULTS", tmp_path / "results")
     seen = []
     figures = learning.run(["a", "b", "c"], tmp_path / "x.db", quick=True, on_task=seen.append)
