@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import benchkit  # noqa: E402  (bench/ on sys.path, as when a bench runs)
+import learning_tables  # noqa: E402
 import report  # noqa: E402
 
 
@@ -196,7 +197,7 @@ def test_the_window_table_lists_every_prompt_sent_and_what_it_left_out():
     figures = {"task": "invoice-extraction", "skill_tokens": 2034, "failures": 6, "rollouts": 8, "room": 3584,
                "arms": [{"arm": "reference", "minibatches": 1, "usable": 1, "edits": 1, "calls": calls},
                         {"arm": "fitted", "minibatches": 1, "usable": 1, "edits": 2, "calls": fitted}]}
-    text = report.window({"window": {"figures": figures, "date": "2026-12-02", "commit": "abc1234"}})
+    text = learning_tables.window({"window": {"figures": figures, "date": "2026-12-02", "commit": "abc1234"}})
     rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| arm")]
     assert rows == [
         "| reference | 1 | 4245 (-149) | failed: context: Requested tokens (4245) exceed context window of 4096 | "
@@ -205,4 +206,4 @@ def test_the_window_table_lists_every_prompt_sent_and_what_it_left_out():
         "| fitted | 1 | 2538 (1558) | answered after a repair re-ask | cases clipped to 300 chars, skill lines "
         "clipped to 160 chars | 1 / 1 usable, 2 edit(s) |"]
     assert "2034 tokens; 6 of 8 rollouts failed; a prompt may take 3584 tokens" in text
-    assert report.window({}).endswith(f"{report.NOT_MEASURED}.")
+    assert learning_tables.window({}).endswith(f"{report.NOT_MEASURED}.")

@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import benchkit  # noqa: E402  (bench/ on sys.path, as when a bench runs)
 import learning  # noqa: E402
+import learning_tables  # noqa: E402
 import report  # noqa: E402
 
 TASK_DIR = ROOT / "data" / "tasks" / "waste-sorting"
@@ -284,7 +285,7 @@ def saved(row: dict, mode: str) -> dict:
 
 
 def test_the_readme_labels_a_quick_run_and_keeps_the_full_run_not_measured(sim_bench):
-    text = report.learning({"learning": saved(sim_bench[1], "quick")})
+    text = learning_tables.learning({"learning": saved(sim_bench[1], "quick")})
     first, *rest = text.splitlines()
     assert "bench/learning.py" in first and first.endswith(f"{report.NOT_MEASURED}.")
     assert any(line.startswith("Quick run (`--quick`:") for line in rest)
@@ -295,10 +296,10 @@ def test_the_readme_labels_a_quick_run_and_keeps_the_full_run_not_measured(sim_b
 
 
 def test_the_readme_shows_a_full_run_without_not_measured(sim_bench):
-    text = report.learning({"learning": saved(sim_bench[1], "full")})
+    text = learning_tables.learning({"learning": saved(sim_bench[1], "full")})
     assert report.NOT_MEASURED not in text and text.startswith("Full run (2 epochs")
     broken = {"task": "x", "type": "format", "status": "error", "reason": "UserError: boom"}
-    text = report.learning({"learning": {**saved(sim_bench[1], "full"),
+    text = learning_tables.learning({"learning": {**saved(sim_bench[1], "full"),
                                          "figures": {"mode": "full", "tasks": {"x": broken}}}})
     (cells,) = [line for line in text.splitlines() if line.startswith("| x |")]
     assert cells.count(" | ") == 14 and "**missed**" in cells
@@ -312,7 +313,7 @@ def test_each_finished_task_is_saved_with_the_rest_pending(sim_bench, tmp_path, 
     assert [f["pending"] for f in seen] == [["b", "c"], ["c"], []]
     assert [list(f["tasks"]) for f in seen] == [["a"], ["a", "b"], ["a", "b", "c"]]
     assert not seen[0]["met"] and figures["pending"] == []
-    text = report.learning({"learning": {**saved(sim_bench[1], "full"), "figures": seen[0]}})
+    text = learning_tables.learning({"learning": {**saved(sim_bench[1], "full"), "figures": seen[0]}})
     pending = [line for line in text.splitlines() if line.startswith(("| b |", "| c |"))]
     assert len(pending) == 2 and all("not measured" in p and p.count(" | ") == 14 for p in pending)
 
@@ -358,16 +359,16 @@ def test_the_task_validates_and_every_split_holds_every_rule():
 def test_a_saved_trial_gets_its_own_table_and_none_shows_nothing(sim_bench):
     row = sim_bench[1]
     trial = {**saved(row, "full"), "command": "python bench/learning.py --set worked_examples=false"}
-    text = report.learning({"learning": saved(row, "full"), "learning-examples-off": trial})
+    text = learning_tables.learning({"learning": saved(row, "full"), "learning-examples-off": trial})
     assert "Worked examples off (`worked_examples=false`" in text and "--set worked_examples=false" in text
     assert len([line for line in text.splitlines() if line.startswith("| sim-rulebook |")]) == 2
-    assert "Worked examples off" not in report.learning({"learning": saved(row, "full")})
+    assert "Worked examples off" not in learning_tables.learning({"learning": saved(row, "full")})
 
 
 def test_the_steps_cell_counts_the_worked_examples_trials(sim_bench):
     row = {**sim_bench[1], "examples_trials": {"accepted": 2, "rejected": 5, "skipped": 0, "failed": 0}}
-    assert "(worked examples kept 2 of 7)" in report.learning_cells("sim-rulebook", row)
-    assert "worked examples kept" not in report.learning_cells("sim-rulebook", {**row, "examples_trials": None})
+    assert "(worked examples kept 2 of 7)" in learning_tables.learning_cells("sim-rulebook", row)
+    assert "worked examples kept" not in learning_tables.learning_cells("sim-rulebook", {**row, "examples_trials": None})
 
 
 def test_the_steps_cell_says_whether_the_reply_template_was_kept(sim_bench):
@@ -376,11 +377,11 @@ def test_the_steps_cell_says_whether_the_reply_template_was_kept(sim_bench):
     assert sum(row["template_trials"].values()) == templates[0][0] <= 1  # once per run, read from the store
     counts = {"accepted": 0, "rejected": 0, "skipped": 0, "failed": 0}
     kept = {**sim_bench[1], "template_trials": {**counts, "accepted": 1}}
-    assert "(reply template kept)" in report.learning_cells("sim-rulebook", kept)
+    assert "(reply template kept)" in learning_tables.learning_cells("sim-rulebook", kept)
     lost = {**sim_bench[1], "template_trials": {**counts, "rejected": 1}}
-    assert "(reply template rejected)" in report.learning_cells("sim-rulebook", lost)
+    assert "(reply template rejected)" in learning_tables.learning_cells("sim-rulebook", lost)
     for untried in (counts, None):  # no trial ran, or a result saved before the template existed
-        cell = report.learning_cells("sim-rulebook", {**sim_bench[1], "template_trials": untried})
+        cell = learning_tables.learning_cells("sim-rulebook", {**sim_bench[1], "template_trials": untried})
         assert "reply template" not in cell
 
 
@@ -389,10 +390,10 @@ def test_a_row_gated_on_mixed_shows_both_metrics(sim_bench):
     row = {**sim_bench[1], "metric": "mixed", "test": {"none": 0.2, "seed": 0.3, "best": 0.5, "final": 0.5},
            "test_hard": {"none": 0.0, "seed": 0.0, "best": 0.05, "final": 0.05}, "lift": lift,
            "lift_hard": {**lift, "baseline": "none", "lift": 0.05, "ci_low": 0.0, "ci_high": 0.1}}
-    cell = report.learning_cells("invoice-extraction", row)
+    cell = learning_tables.learning_cells("invoice-extraction", row)
     assert "| 0.200 mixed, 0.000 hard | 0.300 mixed, 0.000 hard | 0.500 mixed, 0.050 hard |" in cell
     assert "mixed: +20.0 pts over seed (+10.0 to +30.0); hard: +5.0 pts over none (+0.0 to +10.0)" in cell
-    assert " hard |" not in report.learning_cells("sim-rulebook", sim_bench[1])  # a hard run: one figure each
+    assert " hard |" not in learning_tables.learning_cells("sim-rulebook", sim_bench[1])  # a hard run: one figure each
 
 
 def test_the_parcel_lockers_task_is_a_held_out_family_with_its_rules_in_every_split(tmp_path):
