@@ -51,6 +51,8 @@ class State:
     # task at all is judged on all of them (examples.pooled).
     examples_record: tuple[int, int] = (0, 0)
     template_tried: bool = False  # the scorer's reply template was gated once (template.py): never again
+    # (incumbent and candidate key, step) of each step candidate the gate rejected: not gated again (repeats.py).
+    tried: tuple[tuple[str, int], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -62,6 +64,7 @@ class State:
             "tests_done": list(self.tests_done), "current_values": [list(v) for v in self.current_values],
             "test_values": {k: dict(v) for k, v in self.test_values.items()},
             "examples_record": list(self.examples_record), "template_tried": self.template_tried,
+            "tried": [list(t) for t in self.tried],
         }
 
     @classmethod
@@ -80,7 +83,8 @@ class State:
                    test_values={k: {i: float(x) for i, x in v.items()}
                                 for k, v in data.get("test_values", {}).items()},
                    examples_record=tuple(data.get("examples_record", (0, 0))),
-                   template_tried=bool(data.get("template_tried", False)))
+                   template_tried=bool(data.get("template_tried", False)),
+                   tried=tuple((str(k), int(step)) for k, step in data.get("tried", ())))
 
 
 def rejected_json(r: RejectedEdit) -> dict[str, Any]:

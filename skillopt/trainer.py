@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
-from . import advisor, approval, examples, records, reflect, schedules, slow, speculation, template, transforms
+from . import advisor, approval, examples, records, reflect, repeats, schedules, slow, speculation, template, transforms
 from . import events as ev
 from .approval import ApprovalDecision
 from .config import RunConfig
@@ -154,7 +154,8 @@ class Trainer:
         pool = self.aggregate(step, minibatches)
         budget = self.edit_budget(step, state.skill, pool, scheduled)
         self.enter(step, "select", f"budget {budget}")
-        selection = transforms.finish(pool, budget)
+        selection = repeats.choose(state.tried, state.skill, pool, budget, self.config.fuzzy_anchor_threshold,
+                                   person=self.config.approval_mode)
         # 5. apply, 6. a person approves (approval mode)
         update = self.check(step, state.skill, self.update(step, state.skill, selection), train)
         # 7. the validation gate keeps the candidate only if it is strictly better
@@ -163,6 +164,7 @@ class Trainer:
         decision, state, result = self.validate(step, state, candidate, n_edits=len(update.patch.applied))
         if decision == "reject":
             rejected += records.gate_rejections(step, update.patch.applied, result.decision)
+            state = replace(state, tried=state.tried + ((repeats.pair(state.skill, candidate), step),))
         trial, state = self.try_examples(step, state, train) if decision in ("reject", "skip") else (None, state)
         summaries = tuple(m.summary for m in minibatches if m.ok and m.kind == "failure" and m.summary)
         state = replace(state, step=step, rejected=rejected,
@@ -382,16 +384,12 @@ class Trainer:
         return "; ".join(missing)
 
     def measure_lift(self, state: State) -> None:
-        v = state.test_values
-        if not {"best", "seed", "none"} <= set(v):  # a checkpoint from before per-item test values
-            return
-        expected = {it.id: expected_text(it.expected) for it in self.plan.test}
-        lift = measure(v["best"], v["seed"], v["none"], expected, rng_seed=self.config.seed)
+        v, expected = state.test_values, {it.id: expected_text(it.expected) for it in self.plan.test}
+        # A checkpoint from before per-item test values has none to measure from.
+        lift = measure(v["best"], v["seed"], v["none"], expected, rng_seed=self.config.seed) \
+            if {"best", "seed", "none"} <= set(v) else None
         if lift is not None:
-            self.emit(ev.LiftMeasured(run_id=self.run_id, metric=self.config.gate_metric, baseline=lift.baseline,
-                                      best_score=lift.best_score, baseline_score=lift.baseline_score,
-                                      lift=lift.lift, ci_low=lift.ci_low, ci_high=lift.ci_high,
-                                      n_items=lift.n_items, breakdown=lift.breakdown))
+            self.emit(ev.LiftMeasured(run_id=self.run_id, metric=self.config.gate_metric, **vars(lift)))
 
 
 def fit(task, config: RunConfig, models: Models, hooks: Hooks, *, run_id: str,
