@@ -37,7 +37,8 @@ a 20-item test sample and at most 2 steps. Its figures are labelled quick everyw
 no evidence for or against the targets (20 test items cannot show a 10-point lift).
 
 After each task the figures so far are saved, the tasks not yet run named as pending, so a
-bench stopped early keeps what it measured. A task's run stopped or killed midway is not lost
+bench stopped early keeps what it measured, and the saved result keeps the rows of tasks this
+run did not measure (each row says at which commit and date it was measured). A task's run stopped or killed midway is not lost
 either: `--db PATH --resume` resumes it from its last checkpoint (paid replies come from the
 store's cache), and its wall time adds the seconds it had run to the resumed part (name only
 the tasks not finished: a completed run is not run again). The last line is one JSON object,
@@ -57,7 +58,8 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchkit import finish, save_result  # noqa: E402  (bench/ is the script's folder, first on sys.path)
+import benchkit  # noqa: E402  (bench/ is the script's folder, first on sys.path)
+from benchkit import finish, save_result, stamp  # noqa: E402  (bench/ is the script's folder, first on sys.path)
 
 MODEL = "local/qwen2.5-coder-1.5b"
 # The held-out tasks first: whether training helps on a task never tuned on is the bench's
@@ -368,10 +370,32 @@ def run(tasks: list[str], db: Path, quick: bool, extra: tuple[str, ...] = (),
     rows = {}
     for n, task in enumerate(tasks):
         print(f"training {task} ({' '.join(options)}) ...", flush=True)
-        rows[task] = measure(db, task, options, resume)
+        rows[task] = {**measure(db, task, options, resume), "measured": stamp()}
         print(describe(rows[task]), flush=True)
         on_task(figures_of(dict(rows), tasks[n + 1:], quick, options, bool(extra)))
     return figures_of(rows, [], quick, options, bool(extra))
+
+
+def merged(previous: dict | None, figures: dict) -> dict:
+    """`figures` with the saved result's other tasks kept beside them, each row with the commit
+    and date it was measured at (a task takes up to three hours on 2 cores, so the table grows
+    one task at a time): only rows of the same mode, never a trial's."""
+    old = (previous or {}).get("figures") or {}
+    if old.get("mode") != figures["mode"] or old.get("trial") or figures.get("trial"):
+        return figures
+    kept = {task: {**row, "measured": row.get("measured") or {k: previous.get(k) for k in ("commit", "dirty", "date",
+                                                                                        "command")}}
+            for task, row in old.get("tasks", {}).items() if task not in figures["tasks"]}
+    rows = {**kept, **figures["tasks"]}
+    return {**figures, "tasks": rows, "met": not figures["pending"] and all(r["met"] for r in rows.values()),
+            "wall_s": round(sum(r.get("wall_s", 0.0) for r in rows.values()), 1)}
+
+
+def saved() -> dict | None:
+    try:
+        return json.loads((benchkit.RESULTS / "learning.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -397,17 +421,18 @@ def main(argv: list[str] | None = None) -> dict:
         # A used database would serve cached replies: calls and wall time would not be a fresh run's.
         raise SystemExit(f"{args.db} exists; --db must name a new file (or add --resume to go on with its runs)")
     keep = not (args.no_save or args.set)  # a trial with other settings is never saved as the result
+    previous = saved() if keep else None
     with tempfile.TemporaryDirectory(prefix="skillopt-learning-") as tmp:
         figures = run(tasks, args.db or Path(tmp) / "runs.db", args.quick, tuple(args.set),
-                      on_task=lambda partial: save_result("learning", partial) if keep and partial["pending"] else None,
-                      resume=args.resume)
+                      on_task=lambda partial: save_result("learning", merged(previous, partial))
+                      if keep and partial["pending"] else None, resume=args.resume)
     verdict = "all targets met" if figures["met"] else "targets MISSED: " + ", ".join(
         f"{t} ({', '.join(k for k, c in r['targets'].items() if not c['met'])})"
         for t, r in figures["tasks"].items() if not r["met"])
     print(f"{figures['mode']} run, {len(tasks)} task(s), {figures['wall_s']:.0f} s: {verdict}")
     if args.trial_name and args.set and not args.no_save:
         save_result(f"learning-{args.trial_name}", figures)
-    return finish("learning", figures, save=keep)
+    return finish("learning", merged(previous, figures), save=keep)
 
 
 if __name__ == "__main__":

@@ -60,7 +60,8 @@ def learning_cells(task: str, row: dict) -> str:
     dropped = ", ".join(f"{reason} {n}" for reason, n in e["not_applied"].items()) or "none"
     missed = [name.replace("_", " ") for name, t in row["targets"].items() if not t["met"]]
     verdict = f"**missed**: {', '.join(missed)}" if missed else "all met"
-    return (f"| {task} | {row['type']} | {score['none']} | {score['seed']} | {score['best']} | {score['final']} | "
+    named = f"{task} ({when(row['measured'])})" if row.get("measured") else task
+    return (f"| {named} | {row['type']} | {score['none']} | {score['seed']} | {score['best']} | {score['final']} | "
             f"{lift_cell} | {st['accepted']} / {st['rejected']} / {st['skipped']}{tried} | {r['usable']} / {r['all']} | "
             f"{e['applied']} / {e['proposed']} | {dropped} | {e['contradicted_accepted']} | {c['target']} / "
             f"{c['optimizer']} | {row['wall_s']:.0f} s | {verdict} |")
@@ -75,6 +76,8 @@ def learning(results: dict) -> str:
     if not fig:
         return "\n".join(out)
     label = f"Full run ({LEARNING_FULL})" if full else f"Quick run ({LEARNING_QUICK})"
+    if any(row.get("measured") for row in fig["tasks"].values()):  # rows of several runs, the latest of each task
+        label += ", the latest of each task (when and at which commit beside its name); the last"
     out += ([""] if out else []) + [f"{label}: {command(result, 'python bench/learning.py')}, {when(result)}.", "",
                                     *LEARNING_HEAD]
     out += [learning_cells(task, row) for task, row in fig["tasks"].items()]

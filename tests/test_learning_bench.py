@@ -318,6 +318,27 @@ def test_each_finished_task_is_saved_with_the_rest_pending(sim_bench, tmp_path, 
     assert len(pending) == 2 and all("not measured" in p and p.count(" | ") == 14 for p in pending)
 
 
+def test_the_saved_result_keeps_the_tasks_this_run_did_not_measure_each_with_its_commit(sim_bench):
+    row = {k: v for k, v in sim_bench[1].items() if k != "measured"}
+    earlier = {"bench": "learning", "commit": "b" * 40, "dirty": False, "date": "2026-12-01 08:00 UTC",
+               "command": "python bench/learning.py --tasks old-task",
+               "figures": {"mode": "full", "trial": False, "tasks": {"old-task": {**row, "met": False},
+                                                                     "sim-rulebook": {**row, "wall_s": 1.0}}}}
+    now = {"commit": "c" * 40, "dirty": False, "date": "2026-12-02 09:00 UTC", "command": "python bench/learning.py"}
+    figures = learning.figures_of({"sim-rulebook": {**row, "met": True, "measured": now}}, [], False, (), False)
+    out = learning.merged(earlier, figures)
+    assert list(out["tasks"]) == ["old-task", "sim-rulebook"] and out["met"] is False  # the old row still misses
+    assert out["tasks"]["old-task"]["measured"]["commit"] == "b" * 40  # the file's stamp, for a row without one
+    assert out["tasks"]["sim-rulebook"]["measured"] == now and out["tasks"]["sim-rulebook"]["wall_s"] != 1.0
+    assert learning.merged({**earlier, "figures": {**earlier["figures"], "mode": "quick"}}, figures) == figures
+    assert learning.merged(earlier, {**figures, "trial": True})["tasks"].keys() == {"sim-rulebook"}
+    assert learning.merged(None, figures) == figures
+    text = learning_tables.learning({"learning": {**earlier, **now, "figures": out}})
+    assert "the latest of each task" in text
+    assert any(line.startswith("| old-task (2026-12-01, `bbbbbbb`) |") for line in text.splitlines())
+    assert any(line.startswith("| sim-rulebook (2026-12-02, `ccccccc`) |") for line in text.splitlines())
+
+
 # ------------------------------------------------------------ the held-out task
 
 def test_the_task_regenerates_byte_identically(tmp_path):
