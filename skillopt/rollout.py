@@ -67,16 +67,22 @@ class Batch:
         return (bool(self.trajectories) and self.n_errors == len(self.trajectories)
                 and not all(prompt_fault(t.error) for t in self.trajectories))
 
-    def overflow(self, max_error_rate: float, target: str) -> str:
-        """Why no run can score this batch, when more of its items than max_error_rate allows
-        failed because the prompt was longer than the target's context ("" otherwise): unlike
-        an outage, resuming would fail on the same prompts."""
+    def hopeless(self, max_error_rate: float, target: str) -> str:
+        """Why no run can score this batch ("" when it can): more of its items than max_error_rate
+        allows failed because the prompt was longer than the target's context (unlike an outage,
+        resuming would fail on the same prompts), or the task's scoring code raised on every
+        output (every score would be a 0 that says nothing about the skill)."""
+        n = len(self.trajectories)
         too_long = [t for t in self.trajectories if prompt_fault(t.error)]
-        if len(too_long) <= max_error_rate * len(self.trajectories):
-            return ""
-        return (f"{len(too_long)} of {len(self.trajectories)} prompts were longer than target {target}'s context "
-                f"window ({too_long[0].error}); shorten the seed skill or the task's inputs, or use a target with "
-                f"a larger window (resuming will not help)")
+        if len(too_long) > max_error_rate * n:
+            return (f"{len(too_long)} of {n} prompts were longer than target {target}'s context window "
+                    f"({too_long[0].error}); shorten the seed skill or the task's inputs, or use a target with "
+                    f"a larger window (resuming will not help)")
+        scored = self.scored
+        if scored and all(t.evaluation.raised for t in scored):
+            return (f"the task's scoring code raised on all {len(scored)} replies, for example "
+                    f"{scored[0].evaluation.feedback}; fix the task's evaluator (every score would be 0)")
+        return ""
 
     def complete(self, max_error_rate: float) -> bool:
         """Whether the errored items are few enough for the means to stand for the batch."""

@@ -119,7 +119,7 @@ class Trainer:
         self.enter(0, "gate", "scoring the seed skill on the selection split")
         batch = self.evaluate(seed, self.plan.selection, step=0, split="selection", purpose="gate_current",
                               stage="gate")
-        if problem := batch.overflow(self.config.max_error_rate, self.models.target.model):
+        if problem := batch.hopeless(self.config.max_error_rate, self.models.target.model):
             raise ModelError(f"the seed skill on the selection split: {problem}")
         start, chosen, bare = seed, batch, None
         if self.config.gate_seed_against_no_skill and seed.strip():

@@ -194,6 +194,34 @@ def test_a_dead_judge_stops_the_run_and_nothing_is_scored_zero(tmp_path):
     assert r.one("SELECT COUNT(*) AS n FROM eval_cache")["n"] == 0
 
 
+def test_scoring_code_that_raises_on_every_reply_stops_the_run_at_the_seed(tmp_path):
+    def target(name, messages, settings, response_format):  # a number for odd questions, words for even ones
+        words = messages[-1]["content"].split()
+        if not words[2:3] or not words[2].isdigit():  # an optimizer prompt: no edits
+            return HandlerResult('{"summary": "nothing to add", "edits": []}', 5, 2)
+        return HandlerResult("42" if int(words[2]) % 2 else "no idea", 5, 2)
+
+    register_provider("answers42", target)
+    task = write_task(tmp_path / "coded", "coded", "Scored by the task's own code.",
+                      'type = "python"\nfunction = "scorer:score"', "# Skill\n\nAnswer with a number.\n",
+                      lambda i: (f"What is {i} + 1?", str(i + 1)), sizes=(8, 4, 4))
+    (task / "scorer.py").write_text("def score(item, output):\n    return float(item.expected['value'] == output)\n")
+    db = tmp_path / "s.db"
+    run_id = run_sim(db, "target_model=answers42/t", "optimizer_model=answers42/o", task=str(task))
+    run = Reader(db).run(run_id)
+    assert run["status"] == "failed" and "\n" not in run["reason"]
+    assert "the task's scoring code raised on all 4 replies" in run["reason"]
+    assert "TypeError" in run["reason"] and "fix the task's evaluator" in run["reason"]
+    # A reply the code cannot read is a wrong answer, not a broken run: one that works on some replies goes on.
+    (task / "scorer.py").write_text("def score(item, output):\n    return float(int(output) == int(item.expected))\n")
+    ok = run_sim(tmp_path / "t.db", "target_model=answers42/t", "optimizer_model=answers42/o", "num_epochs=1",
+                 task=str(task))
+    reader = Reader(tmp_path / "t.db")
+    assert reader.run(ok)["status"] == "completed", reader.run(ok)["reason"]
+    raised = reader.q("SELECT feedback FROM rollouts WHERE run_id = ? AND feedback LIKE '%raised ValueError%'", (ok,))
+    assert raised  # the unreadable replies scored 0, with the exception as their feedback
+
+
 # ---- records ---------------------------------------------------------------------------------
 
 def test_the_meta_skill_runs_without_the_slow_update(tmp_path):

@@ -47,6 +47,9 @@ class Evaluation:
     # (hard, soft) of each sample when the item was scored more than once (samples_per_item > 1):
     # hard and soft above are then their means. (): scored once.
     samples: tuple[tuple[float, float], ...] = ()
+    # The task's own scoring code raised on this output (scored 0, the exception in the feedback):
+    # an output it cannot parse is a wrong answer, but code that raises on every output is broken.
+    raised: bool = False
 
 
 @dataclass(frozen=True)

@@ -124,7 +124,8 @@ class PythonFunction:
         try:
             result = self.function(item, output)
         except Exception as exc:  # user code: one bad output must not crash a training run
-            return Evaluation(0.0, 0.0, f"evaluator {self.name} raised {type(exc).__name__}: {clip(exc, 120)}")
+            return Evaluation(0.0, 0.0, f"evaluator {self.name} raised {type(exc).__name__}: {clip(exc, 120)}",
+                              raised=True)
         return coerce_result(result, self.name)
 
 
