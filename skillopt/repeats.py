@@ -4,8 +4,9 @@ Gating a candidate skill a second time against the incumbent that beat it teache
 temperature 0 the cached rollouts give the same decision again. A small optimizer does propose
 the same edits step after step (the edits of a rejected multi-edit candidate are not blocked one
 by one, since any one of them may be fine alone), so the same candidate comes back. A step
-whose selected edits would rebuild a rejected candidate gives their place in the budget to the pool's next edits, until they make a candidate not tried yet (or none is left,
-and the step skips).
+whose selected edits would rebuild a rejected candidate gives their place in the budget to the
+pool's next edits, until they make a candidate not tried yet (or none is left, and the step
+skips).
 """
 from __future__ import annotations
 
