@@ -1,6 +1,7 @@
 """Browser-test harness: a real dashboard server (`python -m skillopt dashboard`, the README's
 `streamlit run app.py` with its libraries loaded first) on a free port, Debian's
-chromium driven by Playwright, and screenshots of every page visited.
+chromium driven by Playwright, the locators and waits the flows share, and screenshots of
+every page visited.
 
 Chromium is the system one (/usr/bin/chromium, installed by .ci/run with apt-get); we
 never run `playwright install`. In CI a missing browser is a failure, not a skip, so the
@@ -25,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from skillopt import launcher
+from skillopt.errors import UserError
 from skillopt.store.reader import Reader
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -186,3 +188,51 @@ def shot(page, test: str, name: str, focus=None) -> Path:
         README_SHOTS.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, README_SHOTS / f"{name}.png")
     return path
+
+
+# --- locators and waits the browser flows share ---
+
+def reader(dash: Dashboard) -> Reader:
+    return Reader(dash.db)
+
+
+def metric(page, label: str):
+    """The value element of the st.metric with this exact label."""
+    box = page.get_by_test_id("stMetric").filter(has=page.get_by_test_id("stMetricLabel").get_by_text(label, exact=True))
+    return box.get_by_test_id("stMetricValue")
+
+
+def status_line(page):
+    """The Monitor's "Status: `…`" line (a markdown paragraph)."""
+    return page.get_by_test_id("stMarkdownContainer").filter(has_text=re.compile(r"^Status:")).first
+
+
+def expect_text(locator, pattern: str):
+    from playwright.sync_api import expect
+
+    expect(locator).to_have_text(re.compile(pattern))
+
+
+def button(page, name: str):
+    """A button by its label; Streamlit puts a material icon's ligature text before it."""
+    return page.get_by_role("button", name=re.compile(rf"(^|\s){re.escape(name)}$"))
+
+
+def wait_status(dash: Dashboard, run_id: str, wanted: tuple[str, ...]) -> str:
+    """Poll the store (not the page) until the run reaches one of `wanted`; fail after PAGE_S."""
+    deadline = time.monotonic() + PAGE_S / 1000
+    status = None
+    while time.monotonic() < deadline:
+        try:
+            r = reader(dash)
+            try:
+                row = r.run(run_id)
+            finally:
+                r.close()
+        except (UserError, sqlite3.OperationalError):  # the first trainer has not created the database yet
+            row = None
+        status = row and row["status"]
+        if status in wanted:
+            return status
+        time.sleep(0.1)
+    raise AssertionError(f"run {run_id} is {status!r}, not one of {wanted}")

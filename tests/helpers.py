@@ -87,3 +87,48 @@ def scripted(fn, name: str, **kwargs):
     register_provider("h4script", _handler)
     _SCRIPTS[name] = fn
     return LLM(f"h4script/{name}", "optimizer", GenSettings(max_retries=0), **kwargs)
+
+
+# --- a mini arithmetic task folder and a model reply, shared by the task tests (tests/tasks/) ---
+
+TOML = """\
+name = "mini"
+description = "A tiny arithmetic task."
+prompt = "Q: {question}"
+answer_field = "expected"
+
+[evaluator]
+type = "normalized"
+
+[splits]
+train = "train.jsonl"
+selection = "selection.jsonl"
+test = "test.jsonl"
+"""
+
+
+def lines(prefix: str, n: int = 3) -> str:
+    """JSON lines of n mini items whose ids start with `prefix`."""
+    return "".join(json.dumps({"id": f"{prefix}{i}", "question": f"{i}+{i}?", "expected": str(2 * i)}) + "\n"
+                   for i in range(1, n + 1))
+
+
+def make_task(folder: Path, toml: str = TOML, files: dict[str, str | bytes] | None = None) -> Path:
+    """A valid mini task; `files` adds or replaces files by name."""
+    folder.mkdir(parents=True, exist_ok=True)
+    content = {"task.toml": toml, "train.jsonl": lines("t"), "selection.jsonl": lines("s"),
+               "test.jsonl": lines("x"), "seed_skill.md": "# Mini\n\nAnswer the question.\n", **(files or {})}
+    for name, value in content.items():
+        path = folder / name
+        if isinstance(value, bytes):
+            path.write_bytes(value)
+        else:
+            path.write_text(value, encoding="utf-8")
+    return folder
+
+
+class Reply:
+    """A model's reply as Task.rollout reads it: its text, or the error that ended the call."""
+
+    def __init__(self, text: str = "", error: str = ""):
+        self.text, self.error = text, error

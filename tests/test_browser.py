@@ -15,18 +15,15 @@ expectations); nothing sleeps for a fixed time and asserts afterwards.
 from __future__ import annotations
 
 import re
-import sqlite3
 import subprocess
-import time
 
 import pytest
 
-from browser_util import (PAGE_S, VIEWPORT, Dashboard, assert_no_exception, launch_browser, open_page,
-                          require_browser, settle, shot, start_dashboard, stop_process, stop_trainers)
+from browser_util import (PAGE_S, VIEWPORT, Dashboard, assert_no_exception, button, expect_text, launch_browser,
+                          metric, open_page, reader, require_browser, settle, shot, start_dashboard, status_line,
+                          stop_process, stop_trainers, wait_status)
 from skillopt import launcher
 from skillopt.config import DEFAULTS
-from skillopt.errors import UserError
-from skillopt.store.reader import Reader
 
 pytestmark = pytest.mark.browser
 
@@ -84,32 +81,6 @@ def shared() -> dict:
     return {}
 
 
-def reader(dash: Dashboard) -> Reader:
-    return Reader(dash.db)
-
-
-def metric(page, label: str):
-    """The value element of the st.metric with this exact label."""
-    box = page.get_by_test_id("stMetric").filter(has=page.get_by_test_id("stMetricLabel").get_by_text(label, exact=True))
-    return box.get_by_test_id("stMetricValue")
-
-
-def status_line(page):
-    """The Monitor's "Status: `…`" line (a markdown paragraph)."""
-    return page.get_by_test_id("stMarkdownContainer").filter(has_text=re.compile(r"^Status:")).first
-
-
-def expect_text(locator, pattern: str):
-    from playwright.sync_api import expect
-
-    expect(locator).to_have_text(re.compile(pattern))
-
-
-def button(page, name: str):
-    """A button by its label; Streamlit puts a material icon's ligature text before it."""
-    return page.get_by_role("button", name=re.compile(rf"(^|\s){re.escape(name)}$"))
-
-
 def launched_run(dash: Dashboard, shared: dict) -> str:
     """The run the New-run test launched, or (when this test runs alone) the same run via the launcher."""
     if "run" not in shared:
@@ -117,26 +88,6 @@ def launched_run(dash: Dashboard, shared: dict) -> str:
         assert proc.wait(120) == 0, launcher.read_log(dash.db, run_id)
         shared["run"] = run_id
     return shared["run"]
-
-
-def wait_status(dash: Dashboard, run_id: str, wanted: tuple[str, ...]) -> str:
-    """Poll the store (not the page) until the run reaches one of `wanted`; fail after PAGE_S."""
-    deadline = time.monotonic() + PAGE_S / 1000
-    status = None
-    while time.monotonic() < deadline:
-        try:
-            r = reader(dash)
-            try:
-                row = r.run(run_id)
-            finally:
-                r.close()
-        except (UserError, sqlite3.OperationalError):  # the first trainer has not created the database yet
-            row = None
-        status = row and row["status"]
-        if status in wanted:
-            return status
-        time.sleep(0.1)
-    raise AssertionError(f"run {run_id} is {status!r}, not one of {wanted}")
 
 
 # ---- 1. New run -> Monitor ---------------------------------------------------------------

@@ -1,10 +1,10 @@
 """Noise made visible: samples_per_item > 1 scores each item n times at sample_temperature.
 
-With one sample per item nothing changes (the same calls, cache keys, scores and figures).
-With n > 1: n target calls per uncached item, each with its own reproducible seed; the mean
-is the item's score and an errored sample errors the item; 95% intervals are stored for the
-train, gate and test scores and shown by the reader, the export, `show` and the Monitor's
-curves; the gate counts what is within sampling noise as a tie.
+With one sample per item nothing changes (the same calls and cache keys). With n > 1: n target
+calls per uncached item, each with its own reproducible seed that the models honour; the mean
+is the item's score, an errored sample errors the item, and sampled results are cached apart
+from one-sample ones. What the gate makes of the noise is tested in test_sample_gate.py, the
+intervals a sampled run stores and shows in test_sampled_run.py.
 """
 from __future__ import annotations
 
@@ -14,26 +14,18 @@ import threading
 
 import pytest
 
-from skillopt import gate, spread
-from skillopt.cli import main as cli_main
 from skillopt.config import ConfigError
 from skillopt.models import local, sim
 from skillopt.models.llm import LLM
 from skillopt.models.providers import GenSettings, HandlerResult, ProviderError, register_provider
 from skillopt.rollout import Evaluator, item_hash
 from skillopt.skill import sha
-from skillopt.store import export
-from skillopt.store.reader import Reader
 from skillopt.store.writer import Store
 from skillopt.tasks.loader import load_task
-from skillopt.ui import monitor as mon
-from skillopt.validation import Validator, Values
-from skillopt.vocabulary import ACCEPTED
-from tests.helpers import run_sim, sim_config
+from tests.helpers import sim_config
 
 PREFIX = "samplestest"  # a provider of this file only: records each call's settings
 SKILL = "# Routing\n\n- Order codes starting with Z: route freight.\n"
-SHORT = ("num_epochs=1", "max_steps_per_epoch=2", "use_slow_update=false")
 
 
 class Recorder:
@@ -86,10 +78,6 @@ def evaluator(task, model: str = f"{PREFIX}/a", cache=None, **kwargs) -> Evaluat
                      emit=lambda e: None, **kwargs)
 
 
-def rows(db, sql: str, *params) -> list[dict]:
-    return Reader(db).q(sql, params)
-
-
 # ---- one sample per item: nothing changes ------------------------------------------------
 
 def test_one_sample_keeps_todays_cache_key_byte_for_byte(task):
@@ -109,38 +97,6 @@ def test_one_sample_makes_the_same_calls(task):
     batch = evaluator(task, samples=1).run(SKILL, items, step=1, split="selection", purpose="p", stage="gate")
     assert len(REC.settings) == 4 and all(s == GenSettings(max_retries=0) for s in REC.settings)
     assert all(t.evaluation.samples == () for t in batch.trajectories)
-
-
-def _figures(db, run_id):
-    r = Reader(db)
-    skip = ("run_id", "duration_s", "finished_at", "created_at")
-    strip = lambda rs: [{k: v for k, v in x.items() if k not in skip} for x in rs]  # noqa: E731
-    steps, tests = r.steps(run_id), r.tests(run_id)
-    return {"steps": strip(steps), "tests": strip(tests.values()), "gates": strip(r.gate_decisions(run_id)),
-            "rollouts": strip(r.q("SELECT * FROM rollouts WHERE run_id = ? ORDER BY step, purpose, item_id",
-                                  (run_id,))),
-            "calls": r.q("SELECT role, stage, COUNT(*) AS n FROM llm_calls WHERE run_id = ? GROUP BY role, stage",
-                         (run_id,)),
-            "figure": mon.step_curves(steps, r.seed_score(run_id), tests, 2).to_dict()}
-
-
-def test_a_one_sample_run_equals_a_run_without_the_keys(tmp_path):
-    plain = run_sim(tmp_path / "a.db", *SHORT)
-    keyed = run_sim(tmp_path / "b.db", *SHORT, "samples_per_item=1", "sample_temperature=1.5")
-    a, b = _figures(tmp_path / "a.db", plain), _figures(tmp_path / "b.db", keyed)
-    assert a == b
-    assert a["steps"] and all(s["train_lo"] is None and s["current_lo"] is None for s in a["steps"])
-    assert all(r["n_samples"] is None and r["samples_json"] is None for r in a["rollouts"])
-    assert not any(t.get("fill") for t in a["figure"]["data"])  # no band without samples
-
-
-def test_one_sample_gate_rules_are_the_published_ones():
-    assert gate.strict(0.5, 0.5 + 1e-3, 10) == gate.strict(0.5, 0.5 + 1e-3, 10, noise=0.0)
-    assert gate.strict(0.5, 0.5 + 1e-3, 10).accept
-    inc, cand = {"a": 0.0, "b": 1.0}, {"a": 1.0, "b": 1.0}
-    assert gate.paired(inc, cand, ["a", "b"]) == gate.paired(inc, cand, ["a", "b"], incumbent_var={},
-                                                             candidate_var={"a": 0.0})
-
 
 # ---- n samples per item ------------------------------------------------------------------
 
@@ -276,140 +232,6 @@ def test_config_checks_the_sampling_keys():
         sim_config("sample_temperature=2.5")
 
 
-# ---- the gate: within-noise differences are ties ----------------------------------------
-
-def test_strict_gate_ties_a_margin_within_the_noise_of_the_difference():
-    d = gate.strict(0.50, 0.55, 20, noise=0.08)
-    assert not d.accept and "within sampling noise" in d.reason and "tie" in d.reason
-    assert gate.strict(0.50, 0.55, 20, noise=0.04).accept
-    assert not gate.strict(0.55, 0.50, 20, noise=0.08).accept
-
-
-def test_paired_gate_counts_an_item_only_beyond_its_noise():
-    inc, cand = {"a": 1 / 3, "b": 0.0}, {"a": 2 / 3, "b": 1.0}
-    var = spread.mean_variance([1.0, 0.0, 0.0])  # 1 of 3 samples right: the mean's variance
-    noisy = gate.paired(inc, cand, ["a", "b"], alpha=1.0, incumbent_var={"a": var, "b": 0.0},
-                        candidate_var={"a": spread.mean_variance([1.0, 1.0, 0.0]), "b": 0.0})
-    assert (noisy.wins, noisy.losses) == (1, 0)  # "a" moved by 1/3, within its noise: a tie
-    assert (gate.paired(inc, cand, ["a", "b"], alpha=1.0).wins) == 2  # without samples it is a win
-    lone = gate.paired({"a": 1 / 3}, {"a": 2 / 3}, ["a"], incumbent_var={"a": var}, candidate_var={"a": var})
-    assert not lone.accept and lone.wins == 0  # a gain made of noise alone is rejected
-    assert gate.paired({"a": 1 / 3}, {"a": 2 / 3}, ["a"]).accept  # taken once, the same gain is a win
-
-
-def test_sequential_gate_stays_exact_with_noise():
-    import random
-
-    rng = random.Random(7)
-    for _ in range(500):
-        ids = [f"i{k}" for k in range(rng.randint(1, 12))]
-        thirds = [0.0, 1 / 3, 2 / 3, 1.0]
-        inc, cand = {i: rng.choice(thirds) for i in ids}, {i: rng.choice(thirds) for i in ids}
-        var = {i: spread.mean_variance([1.0] * round(v * 3) + [0.0] * (3 - round(v * 3))) for i, v in inc.items()}
-        cvar = {i: spread.mean_variance([1.0] * round(v * 3) + [0.0] * (3 - round(v * 3))) for i, v in cand.items()}
-        min_delta, alpha = rng.choice([0.0, 0.1]), rng.choice([1.0, 0.5, 0.25])
-        full = gate.paired(inc, cand, ids, min_delta, alpha, incumbent_var=var, candidate_var=cvar)
-        g = gate.PairedGate(inc, gate.order_items(ids, rng.randint(0, 99)), min_delta, alpha, variances=var)
-        for i in g.items:
-            if g.done:
-                break
-            g = g.observe(i, cand[i], cvar[i])
-        assert g.decision().accept == full.accept
-
-
-def test_the_validator_ties_a_within_noise_comparison():
-    config = sim_config("samples_per_item=3", "gate_mode=strict")
-    validator = Validator(config, None, None, None, lambda e: None, "r")
-    var = spread.mean_variance([1.0, 0.0, 0.0])
-    ids = [f"i{k}" for k in range(6)]
-    incumbent = Values({i: 1 / 3 for i in ids}, {i: var for i in ids})
-    candidate = Values({i: 2 / 3 if i == "i0" else 1 / 3 for i in ids}, {i: var for i in ids})
-    d = validator.compare(incumbent, candidate)
-    assert not d.accept and "within sampling noise" in d.reason
-    lo, hi = d.candidate_ci
-    assert lo <= d.candidate_score <= hi and hi - lo > 0
-    assert validator.compare(dict(incumbent), dict(candidate)).accept  # the same means without noise
-
-
-# ---- a sampled simulated run: intervals stored, read, exported, shown, drawn ----------------
-
-@pytest.fixture(scope="module")
-def sampled(tmp_path_factory):
-    db = tmp_path_factory.mktemp("sampled") / "s.db"
-    return db, run_sim(db, *SHORT, "samples_per_item=3", "speculative_rollouts=false")
-
-
-def test_a_sampled_run_makes_n_calls_per_uncached_item(sampled):
-    db, run_id = sampled
-    uncached = rows(db, "SELECT COUNT(*) AS n FROM rollouts WHERE run_id = ? AND cached = 0", run_id)[0]["n"]
-    calls = rows(db, "SELECT COUNT(*) AS n FROM llm_calls WHERE run_id = ? AND role = 'target'", run_id)[0]["n"]
-    assert uncached > 0 and calls == 3 * uncached
-    stored = rows(db, "SELECT n_samples, hard_sd, samples_json, hard FROM rollouts WHERE run_id = ? AND error = ''",
-                  run_id)
-    assert {r["n_samples"] for r in stored} == {3}
-    assert any(r["hard_sd"] > 0 for r in stored)  # the samples of some items differ
-    for r in stored:
-        samples = json.loads(r["samples_json"])
-        assert r["hard"] == pytest.approx(sum(h for h, _ in samples) / 3)
-
-
-def test_a_sampled_run_stores_intervals_that_contain_their_scores(sampled):
-    db, run_id = sampled
-    r = Reader(db)
-    steps = r.steps(run_id)
-    assert steps
-    for s in steps:
-        assert s["train_lo"] <= s["train_hard"] <= s["train_hi"]
-        assert s["current_lo"] <= s["current_score"] <= s["current_hi"]
-        if s["candidate_score"] is not None:
-            assert s["candidate_lo"] <= s["candidate_score"] <= s["candidate_hi"]
-    assert any(s["train_hi"] > s["train_lo"] for s in steps)
-    for g in r.gate_decisions(run_id):
-        assert g["current_lo"] <= g["current_score"] <= g["current_hi"]
-        assert g["candidate_lo"] <= g["candidate_score"] <= g["candidate_hi"]
-    tests = r.tests(run_id)
-    assert set(tests) == {"none", "seed", "best", "final"}
-    for t in tests.values():
-        assert t["score_lo"] <= t["score"] <= t["score_hi"] and t["score_hi"] > t["score_lo"]
-
-
-def test_export_and_show_give_the_intervals(sampled, capsys):
-    db, run_id = sampled
-    doc = export.run_document(Reader(db), run_id)
-    step = doc["steps"][0]
-    assert step["train_interval"][0] <= step["train_hard"] <= step["train_interval"][1]
-    assert doc["test_items"]["best"]["interval"][0] <= doc["test"]["best"] <= doc["test_items"]["best"]["interval"][1]
-    assert cli_main(["show", run_id, "--db", str(db)]) == 0
-    out = capsys.readouterr().out
-    lo, hi = step["train_interval"]
-    assert f"train {step['train_hard']:.3f} [{lo:.3f}-{hi:.3f}]" in out
-    lo, hi = doc["test_items"]["best"]["interval"]
-    assert f"best {doc['test']['best']:.3f} [{lo:.3f}-{hi:.3f}]" in out
-
-
-def test_a_one_sample_export_has_no_interval_keys(tmp_path):
-    run_id = run_sim(tmp_path / "one.db", "num_epochs=1", "max_steps_per_epoch=1", "use_slow_update=false")
-    doc = export.run_document(Reader(tmp_path / "one.db"), run_id)
-    assert not any(k.endswith("_interval") for s in doc["steps"] for k in s)
-    assert not any("interval" in t for t in doc["test_items"].values())
-
-
-def test_the_monitor_curve_draws_the_intervals(sampled):
-    db, run_id = sampled
-    r = Reader(db)
-    steps, tests = r.steps(run_id), r.tests(run_id)
-    data = {t["name"]: t for t in mon.step_curves(steps, r.seed_score(run_id), tests, 2).to_dict()["data"]
-            if t.get("name")}
-    band = data["train batch (hard): 95% sampling interval"]
-    assert band["fill"] == "tonexty" and list(band["y"]) == [s["train_lo"] for s in steps]
-    assert "selection: 95% sampling interval" in data
-    bars = data["selection: candidate"]["error_y"]
-    cand = [s for s in steps if s["candidate_score"] is not None]
-    assert list(bars["array"]) == pytest.approx([s["candidate_hi"] - s["candidate_score"] for s in cand])
-    assert data["test: best skill"]["error_y"]["arrayminus"] == pytest.approx(
-        [tests["best"]["score"] - tests["best"]["score_lo"]])
-
-
 def test_a_reopened_store_serves_sampled_results_from_its_cache(tmp_path, task):
     items = task.split("selection")[:4]
     store = Store(tmp_path / "c.db")
@@ -422,39 +244,6 @@ def test_a_reopened_store_serves_sampled_results_from_its_cache(tmp_path, task):
     store.close()
     assert len(REC.settings) == 12 and all(again.cached)
     assert [t.evaluation.samples for t in again.trajectories] == [t.evaluation.samples for t in first.trajectories]
-
-
-def test_a_killed_sampled_run_resumes_from_its_cached_samples(tmp_path, sampled):
-    from tests.test_resume import killer
-
-    overrides = (*SHORT, "samples_per_item=3", "speculative_rollouts=false")
-    db = tmp_path / "k.db"
-    assert killer(db, "run", "reflect@2+1", "start", *overrides) == -9  # killed in step 2, after its rollouts
-    paid = rows(db, "SELECT COUNT(*) AS n FROM eval_cache")[0]["n"]
-    assert paid > 0
-    assert killer(db, "run", "0", "resume") == 0
-    r, ref = Reader(db), Reader(sampled[0])
-    assert r.run("run")["status"] == "completed"
-    key = lambda s: (s["step"], s["decision"], s["train_hard"], s["train_lo"], s["current_score"],  # noqa: E731
-                     s["candidate_score"], s["candidate_hi"])
-    assert [key(s) for s in r.steps("run")] == [key(s) for s in ref.steps(sampled[1])]
-    assert {w: t["score_lo"] for w, t in r.tests("run").items()} == \
-        {w: t["score_lo"] for w, t in ref.tests(sampled[1]).items()}
-    reused = rows(db, "SELECT COUNT(*) AS n FROM rollouts WHERE run_id = 'run' AND step = 2 AND cached = 1 "
-                      "AND n_samples = 3")[0]["n"]
-    assert reused > 0  # step 2 redone from the samples paid for before the kill
-
-
-def test_the_monitor_page_shows_the_bands(sampled, monkeypatch):
-    from tests.test_page_monitor import charts, page, traces
-
-    db, run_id = sampled
-    monkeypatch.setenv("SKILLOPT_DB", str(db))
-    curves = traces(charts(page(run_id))[0])
-    assert curves["train batch (hard): 95% sampling interval"]["fill"] == "tonexty"
-    first = Reader(db).steps(run_id)[0]
-    side = "candidate" if first["decision"] in ACCEPTED else "current"  # the incumbent after the step
-    assert curves["selection: 95% sampling interval"]["y"][0] == pytest.approx(first[f"{side}_lo"])
 
 
 def test_training_eval_and_check_build_the_same_sampling_evaluator():
