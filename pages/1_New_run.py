@@ -76,8 +76,8 @@ if source == "Upload JSONL / CSV":
             name = n1.text_input("Task name", value=Path(upload.name).stem)
             ratio = n2.text_input("Split ratio train:selection:test", value="2:1:7")
             # Each problem beside its field, as it is typed; the import waits until both are fine.
-            name_problem, ratio_problem = forms.problem_of(uploads.task_name, name), forms.problem_of(uploads.split_ratio,
-                                                                                                     ratio)
+            name_problem = forms.problem_of(uploads.task_name, name)
+            ratio_problem = forms.problem_of(uploads.split_ratio, ratio)
             if name_problem:
                 n1.error(name_problem)
             if ratio_problem:

@@ -139,7 +139,8 @@ else:
     st.subheader(f"Step {step}: {len(pending)} of {len(rows)} edits wait for your decision")
     st.caption("The trainer continues as soon as every edit has a decision: approved and edited edits form the "
                "candidate, which then has to pass the gate; rejected ones go to the rejected-edit buffer.")
-    if st.button(f"Approve all {len(pending)} pending", icon=":material/check:", type="primary", key=f"approve-all-{step}"):
+    if st.button(f"Approve all {len(pending)} pending", icon=":material/check:", type="primary",
+                 key=f"approve-all-{step}"):
         decide(run_id, step, [(row["idx"], "approved", None) for row in pending])
     with st.expander("Current skill (before these edits)"):
         show_text(r.skill_at(run_id, step - 1))

@@ -89,6 +89,7 @@ def _fuzzy(text: str, target: str, threshold: float, protected: list[tuple[int, 
     k = target.strip().count("\n") + 1
     scored: list[tuple[float, int, int]] = []  # (ratio, first line, last line)
     matcher = difflib.SequenceMatcher(None, "", want, autojunk=False)  # indexes `want` once
+    floor = threshold - FUZZY_MARGIN
     for size in sorted({max(1, k - 1), k, k + 1}):
         for i in range(len(rows) - size + 1):
             window = norm(" ".join(r[2] for r in rows[i:i + size]))
@@ -96,7 +97,7 @@ def _fuzzy(text: str, target: str, threshold: float, protected: list[tuple[int, 
                 continue
             matcher.set_seq1(window)
             # quick_ratio() bounds ratio() from above: skip windows that cannot even be a runner-up.
-            if matcher.real_quick_ratio() < threshold - FUZZY_MARGIN or matcher.quick_ratio() < threshold - FUZZY_MARGIN:
+            if matcher.real_quick_ratio() < floor or matcher.quick_ratio() < floor:
                 continue
             scored.append((matcher.ratio(), i, i + size - 1))
     spans = {(i, j): (rows[i][0], rows[j][0] + len(rows[j][2])) for _, i, j in scored}

@@ -24,7 +24,8 @@ CONTENT_CHARS = 600  # longest edit text accepted: rules are sentences, not essa
 SUMMARY_CHARS = 300
 RATIONALE_CHARS = 200
 EXTRA_EDITS = 2  # the schema allows a few more than the budget: surplus feeds support counting, clip decides
-_PLACEHOLDER = re.compile(r"<(?:what|which|the|a|an|expected|some|one|words?|shared|queue)\b[^<>]{0,60}>", re.I)  # a copied template slot, never a rule
+# a copied template slot, never a rule
+_PLACEHOLDER = re.compile(r"<(?:what|which|the|a|an|expected|some|one|words?|shared|queue)\b[^<>]{0,60}>", re.I)
 
 
 @dataclass(frozen=True)

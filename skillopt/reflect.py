@@ -332,7 +332,8 @@ def _reflect_one(optimizer, index: int, kind: str, batch: tuple[Trajectory, ...]
     against = {e: contradiction(e.content, evidence) for e in kept if evidence and e.op != "delete"}
     contradicted = tuple(DroppedEdit(e, "contradicted", why) for e, why in against.items() if why)
     return MinibatchResult(index=index, kind=kind, item_ids=ids, ok=True, summary=value.summary,
-                           edits=tuple(e for e in kept if not against.get(e)), dropped=value.dropped + again + contradicted)
+                           edits=tuple(e for e in kept if not against.get(e)),
+                           dropped=value.dropped + again + contradicted)
 
 
 def _repeat_detail(r: RejectedEdit) -> str:

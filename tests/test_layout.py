@@ -1,6 +1,6 @@
-"""Size limits that keep the code readable in one sitting: no module over 400 lines and no
-function over 60 lines in skillopt/, pages/ and app.py (a page's top-level script counts as
-one function: its logic belongs in skillopt/ui/)."""
+"""Size limits that keep the code readable in one sitting: no module over 400 lines, no
+function over 60 lines and no line over 120 characters in skillopt/, pages/ and app.py (a
+page's top-level script counts as one function: its logic belongs in skillopt/ui/)."""
 from __future__ import annotations
 
 import ast
@@ -9,6 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
+MAX_LINE_CHARS = 120
 
 
 def sources() -> list[Path]:
@@ -38,3 +39,9 @@ def test_the_checker_sees_a_long_function(tmp_path):
     path = tmp_path / "probe.py"
     path.write_text(f"def short():\n    return 1\n\n\ndef probe():\n{body}\n")
     assert long_functions(path, tmp_path) == ["probe.py:5 probe (62 lines)"]
+
+
+def test_no_line_is_too_long():
+    long = [f"{p.relative_to(ROOT)}:{i}" for p in sources()
+            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if len(line) > MAX_LINE_CHARS]
+    assert not long, f"lines over {MAX_LINE_CHARS} characters: " + ", ".join(long)

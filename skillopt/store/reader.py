@@ -166,7 +166,8 @@ class Reader:
             "SELECT SUM(role = 'target' AND cached = 0) AS target_calls, "
             "SUM(role = 'optimizer' AND cached = 0) AS optimizer_calls, "
             "SUM(role = 'judge' AND cached = 0) AS judge_calls, "
-            "COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, COALESCE(SUM(completion_tokens), 0) AS completion_tokens, "
+            "COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, "
+            "COALESCE(SUM(completion_tokens), 0) AS completion_tokens, "
             "COALESCE(SUM(cost_usd), 0) AS cost_usd, COALESCE(SUM(cached), 0) AS cache_hits, "
             "SUM(error != '') AS errors, SUM(note != '') AS notes FROM llm_calls WHERE run_id = ?",
             (run_id,)) or {}

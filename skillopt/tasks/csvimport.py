@@ -204,7 +204,8 @@ def import_csv(csv_path: str | Path, out_dir: str | Path, *, mapping: Mapping[st
                       + "".join(f"- task field `{f}` <- CSV column `{c}`\n" for f, c in mapping.items())
                       + f"- expected answer <- CSV column `{answer_column}`\n"
                       + (f"- id <- CSV column `{id_column}`\n" if id_column else "- id: row number\n")
-                      + f"\nSplit train:selection:test = {':'.join(f'{r:g}' for r in ratio)} by a hash of (seed {seed}, id).\n"
+                      + f"\nSplit train:selection:test = {':'.join(f'{r:g}' for r in ratio)}"
+                      + f" by a hash of (seed {seed}, id).\n"
                       + "The seed skill is a placeholder; edit it before training.\n"),
     }
     out_dir.parent.mkdir(parents=True, exist_ok=True)

@@ -213,7 +213,8 @@ class Numeric:
             numbers = find_numbers(output)
             where = "as the last number"
             if not numbers:
-                return Evaluation(0.0, 0.0, f"no number in the output (expected {want_text}); the reply ends {tail(output)}")
+                return Evaluation(0.0, 0.0,
+                                  f"no number in the output (expected {want_text}); the reply ends {tail(output)}")
             got = numbers[-1]
         if self._close(got, want):
             return Evaluation(1.0, 1.0, f"correct: {format_number(got)}")

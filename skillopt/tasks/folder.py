@@ -171,7 +171,7 @@ def _ratio_split(folder: Path, splits: dict, id_field: str, problems: Problems, 
     ratio, seed = splits.get("ratio", [2, 1, 7]), splits.get("seed", 0)
     if not (isinstance(ratio, list) and len(ratio) == 3 and all(
             isinstance(r, (int, float)) and not isinstance(r, bool) and r >= 0 for r in ratio) and sum(ratio) > 0):
-        problems.add(where("ratio"), f"ratio must be three non-negative numbers (train, selection, test), got {ratio!r}")
+        problems.add(where("ratio"), f"ratio must be three non-negative numbers (train:selection:test), got {ratio!r}")
         return None
     if isinstance(seed, bool) or not isinstance(seed, int):
         problems.add(where("seed"), f"seed must be an integer, got {seed!r}")
@@ -244,7 +244,7 @@ def _check_prompt(data: dict, toml: str, tpath: Path, problems: Problems, input_
         problems.add(where, f"prompt placeholder {{{bad[0]}}} must be a plain field name")
         return None
     if not names:
-        problems.add(where, "prompt template uses no input placeholder such as {question}; the model would never see the item")
+        problems.add(where, "prompt template has no input placeholder like {question}: the model never sees the item")
         return None
     if input_fields is not None:
         unknown = [n for n in names if n not in input_fields]

@@ -4,8 +4,8 @@ A scorer knows what it reads (the number after a marker, one label, one JSON obj
 small target follows a layout it is shown far more reliably than a rule it is told: measured
 with the embedded 1.5B model on a numeric task whose scorer reads "Answer: <number>", a rule
 that said so ("the reply must end with a line 'Answer: <number>'"), above worked examples,
-left every one of 6 replies unscorable, while the same demand written as a reply layout made 9 of 10 replies end that way. The
-engine offers the template as a model-free edit (template.py), gated like any other.
+left every one of 6 replies unscorable, while the same demand written as a reply layout made 9
+of 10 replies end that way. The engine offers the template as a model-free edit (template.py), gated like any other.
 
 TEMPLATES maps a scorer class to a function of the scorer that writes its template; a
 scorer whose accepted replies have no fixed layout (a pattern, a contained text, a judge's

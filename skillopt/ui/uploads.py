@@ -44,7 +44,8 @@ def upload_table(name: str, data: bytes) -> tuple[bytes, list[str]]:
 
 def default_inputs(columns: list[str], answer: str, id_choice: str) -> list[str]:
     """The input columns to preselect: all but the answer, the id and the usual label names."""
-    return [c for c in columns if c not in (answer, id_choice) and c.lower() not in ("id", "label", "answer", "expected")]
+    return [c for c in columns
+            if c not in (answer, id_choice) and c.lower() not in ("id", "label", "answer", "expected")]
 
 
 def split_ratio(text: str) -> tuple[float, ...]:
