@@ -62,6 +62,13 @@ def test_a_run_whose_replies_miss_the_format_learns_it_from_the_scorers_template
     first = trials[0]
     assert first["decision"] in ("accept", "accept_new_best") and first["losses"] == 0 and first["wins"] >= 1
     assert first["content"].startswith(f"## {template.SECTION}")
+    # its edit and log line name the template, not worked examples of no items
+    notes = [e["note"] for e in r.edits(run_id, first["step"]) if e["source"] == "template"]
+    # (the mute optimizer proposes nothing, so the step itself skipped)
+    assert notes == ["the scorer's reply template, gated alone after the step's candidate was skipped"]
+    logged = [e["message"] for e in r.q("SELECT message FROM events WHERE run_id = ? AND step = ?",
+                                         (run_id, first["step"]))]
+    assert f"step {first['step']}: reply template {first['decision']}" in logged
     tests = {t["which"]: (t["score"], t["hard"]) for t in r.q("SELECT which, score, hard FROM tests WHERE run_id = ?",
                                                               (run_id,))}
     # gated on mixed: a scorer with a marker gives the right number without it soft 0.5, mixed 0.25

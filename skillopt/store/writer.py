@@ -285,16 +285,20 @@ class Store(BufferedCaches):
             self._save_state(c, e.run_id, s, now)
 
     def _examples(self, c: sqlite3.Connection, e: ev.StepCompleted, index: int) -> None:
-        """The step's worked-examples trial: its edit (after the step's others), candidate and gate."""
+        """The step's trial (worked examples or the reply template): its edit (after the step's
+        others), candidate and gate."""
         x, outcome = e.examples, gate_outcome(e.examples.decision)
-        note = (f"worked examples of train items {', '.join(x.items)}, gated alone after the step's "
-                f"candidate was {'skipped' if e.decision == 'skip' else 'rejected'}")
+        trial = "reply template" if x.edit.source == "template" else "worked examples"
+        what = "the scorer's reply template" if trial == "reply template" else \
+            f"worked examples of train items {', '.join(x.items)}"
+        after = "skipped" if e.decision == "skip" else "rejected"
+        note = f"{what}, gated alone after the step's candidate was {after}"
         c.execute("INSERT INTO edits VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                   (e.run_id, e.step, index, x.edit.op, x.edit.target, x.edit.content, x.edit.section,
                    x.edit.rationale, x.edit.source, x.edit.support, "[]", "selected", "applied", "", outcome, note))
         self._version(c, e.run_id, e.step, "examples", x.candidate, x.gate.candidate_score)
         self._gate(c, e.run_id, e.step, "examples", x.decision, x.gate, x.flipped)
-        self._log(c, e.run_id, e.step, "step", f"step {e.step}: worked examples {x.decision}")
+        self._log(c, e.run_id, e.step, "step", f"step {e.step}: {trial} {x.decision}")
 
     def _epoch_completed(self, e: ev.EpochCompleted) -> None:
         now = time.time()
