@@ -44,6 +44,9 @@ class RunConfig:
     fuzzy_anchor_threshold: float = 0.85  # a fuzzy anchor must be at least this similar AND unique
     failure_only: bool = False  # reference reflects on successes too; True saves optimizer calls
     check_evidence: bool = True  # drop label rules the train data contradicts before the gate pays for them
+    # Rewrite such a rule to the answer its trigger's train tasks clearly share instead of only
+    # dropping it (a small optimizer often names the right clue with the wrong answer).
+    repair_contradicted: bool = False  # off: on the simulated world it moved no score beyond noise
     gate_seed_against_no_skill: bool = True  # do no harm: start from no skill when it beats the seed
     # Score the candidate on the train items that motivated its edits before the gate: with no
     # net gain there, the edits are dropped as contradicted; a multi-edit candidate's edits are

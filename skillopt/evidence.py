@@ -9,6 +9,11 @@ evidence. Only words that tell tasks apart count as triggers (a word in most tas
 template text), negated answers ("not billing") are not the rule's answer, and a rule
 whose trigger words could be read with "and" or with "or" is dropped only when every
 reading with enough support contradicts it: a precedence rule is not mistaken for a wrong one.
+
+A contradicted rule often names a real clue with the wrong answer (a small optimizer swaps
+the two answers of "answer A, not B", or takes one group's answer for another's clue words).
+When the tasks with its trigger words clearly share one other answer, `repair` rewrites the
+rule to give that answer: the gate then judges what the data says instead of nothing.
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from .tasks.task import Item, expected_text
 
 MIN_SUPPORT = 3  # fewer matching train tasks than this is no evidence either way
 MAX_SHARE = 0.5  # a trigger word in more than this share of the tasks is template text, not a clue
+REPAIR_SHARE = 0.8  # a rule is rewritten only to an answer this share of its trigger's tasks have: a clear pattern
 _WORD = re.compile(r"[a-z0-9][a-z0-9'-]*[a-z0-9]|[a-z0-9]")
 _NEGATED = re.compile(r"(?:not|never|instead of|rather than|except|but not)\W+$")
 # Function words of English: never a clue, in any domain.
@@ -44,15 +50,17 @@ class Example:
 class Evidence:
     labels: tuple[str, ...]  # the task's answers (empty: answers are not labels, nothing to check)
     examples: tuple[Example, ...]
+    repair: bool = False  # rewrite a contradicted rule to its trigger's clear answer (repair_contradicted)
 
 
-def collect(train: Sequence[Item], seen: Sequence[Item], render: Callable[[Item], str]) -> Evidence:
+def collect(train: Sequence[Item], seen: Sequence[Item], render: Callable[[Item], str],
+            repair: bool = False) -> Evidence:
     """The evidence of a label task: its answers (from the whole train split) and the train
     tasks seen so far (their rendered text, without the skill, and their expected answer)."""
     unique = {it.id: it for it in seen}
     return Evidence(labels=tuple(sorted({expected_text(it.expected) for it in train})),
                     examples=tuple(Example(text=render(it), answer=expected_text(it.expected))
-                                   for it in unique.values()))
+                                   for it in unique.values()), repair=repair)
 
 
 @lru_cache(maxsize=8192)
@@ -108,8 +116,9 @@ def _verdict(matching: list[Example], label: str) -> tuple[bool, Counter]:
     return counts[label] / len(matching) < 0.5 and top != label, counts
 
 
-def contradiction(content: str, evidence: Evidence) -> str | None:
-    """The evidence against a rule, or None when the data does not contradict it."""
+def _supported(content: str, evidence: Evidence) -> tuple[str, tuple[str, ...], dict[str, list[Example]]] | None:
+    """(the rule's answer, its trigger words, the train tasks of each reading of them with
+    enough support), or None when the rule names no answer, no trigger or too few tasks."""
     if not evidence.labels:
         return None
     label = asserted_label(content, evidence.labels)
@@ -119,8 +128,15 @@ def contradiction(content: str, evidence: Evidence) -> str | None:
     texts = [(_words(e.text), e) for e in evidence.examples]
     readings = {"any": [e for t, e in texts if t & set(words)], "all": [e for t, e in texts if set(words) <= t]}
     supported = {k: v for k, v in readings.items() if len(v) >= MIN_SUPPORT}
-    if not supported:
+    return (label, words, supported) if supported else None
+
+
+def contradiction(content: str, evidence: Evidence) -> str | None:
+    """The evidence against a rule, or None when the data does not contradict it."""
+    found = _supported(content, evidence)
+    if found is None:
         return None
+    label, words, supported = found
     verdicts = {k: _verdict(v, label) for k, v in supported.items()}
     if not all(bad for bad, _ in verdicts.values()):
         return None
@@ -128,3 +144,27 @@ def contradiction(content: str, evidence: Evidence) -> str | None:
     seen = ", ".join(f"{answer} {n}" for answer, n in counts.most_common(4))
     return (f"{' / '.join(words)} appear in {sum(counts.values())} train tasks seen so far, answered {seen}; "
             f"the rule says {label}")
+
+
+def repair(content: str, evidence: Evidence) -> str | None:
+    """A contradicted rule rewritten to give the answer its trigger's train tasks have (the
+    answer it named swapped with that one wherever the rule negates it: "answer A, not B"
+    read the wrong way round), or None when no one answer holds for REPAIR_SHARE of the tasks
+    of every supported reading, or the evidence is not to repair: then the rule is only dropped."""
+    found = _supported(content, evidence) if evidence.repair and contradiction(content, evidence) else None
+    if found is None:
+        return None
+    label, _, supported = found
+    tops = {Counter(e.answer for e in v).most_common(1)[0] + (len(v),) for v in supported.values()}
+    answers = {top for top, n, total in tops if n / total >= REPAIR_SHARE}
+    if len(answers) != 1 or len({top for top, _, _ in tops}) != 1:
+        return None
+    (answer,) = answers
+    asserted = max(m for m in _mentions(content, evidence.labels) if not m[3] and m[2] == label)
+    out = content
+    for start, end, name, negated in reversed(_mentions(content, evidence.labels)):
+        if (start, end) == asserted[:2]:
+            out = out[:start] + answer + out[end:]
+        elif negated and name == answer:
+            out = out[:start] + label + out[end:]
+    return out if contradiction(out, evidence) is None else None

@@ -20,13 +20,13 @@ import random
 import re
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from . import window
 from .config import RunConfig
 from .errors import ModelError
-from .evidence import STOP_WORDS, Evidence, contradiction
+from .evidence import STOP_WORDS, Evidence, contradiction, repair
 from .fitting import complete_fitted
 from .models.providers import prompt_fault
 from .patch import Edit
@@ -330,9 +330,14 @@ def _reflect_one(optimizer, index: int, kind: str, batch: tuple[Trajectory, ...]
     again = tuple(DroppedEdit(e, "repeat_of_rejected", _repeat_detail(rejected[_key(e)]))
                   for e in value.edits if _key(e) in rejected)
     against = {e: contradiction(e.content, evidence) for e in kept if evidence and e.op != "delete"}
-    contradicted = tuple(DroppedEdit(e, "contradicted", why) for e, why in against.items() if why)
-    return MinibatchResult(index=index, kind=kind, item_ids=ids, ok=True, summary=value.summary,
-                           edits=tuple(e for e in kept if not against.get(e)),
+    # A contradicted rule whose trigger's tasks clearly share another answer goes on with that
+    # answer; the proposal itself is still dropped, with its evidence, as `contradicted`.
+    fixed = {e: fix for e, why in against.items() if why and (fix := repair(e.content, evidence))}
+    contradicted = tuple(DroppedEdit(e, "contradicted", why + ("; rewritten to their answer" if e in fixed else ""))
+                         for e, why in against.items() if why)
+    edits = tuple(replace(e, content=fixed[e], rationale=f"{e.rationale} [answer rewritten to the train data's]")
+                  if e in fixed else e for e in kept if e in fixed or not against.get(e))
+    return MinibatchResult(index=index, kind=kind, item_ids=ids, ok=True, summary=value.summary, edits=edits,
                            dropped=value.dropped + again + contradicted)
 
 

@@ -195,7 +195,8 @@ class Trainer:
         """The train tasks seen so far, to check label rules against (a number has no answer to count)."""
         if not self.config.check_evidence or self.scoring is None or self.scoring.kind != "label":
             return None
-        return collect(self.plan.train, [it for s in range(1, step + 1) for it in self.plan.batch(s)], self.task.render)
+        return collect(self.plan.train, [it for s in range(1, step + 1) for it in self.plan.batch(s)], self.task.render,
+                       repair=self.config.repair_contradicted)
 
     def aggregate(self, step: int, minibatches: Sequence[reflect.MinibatchResult]) -> list[transforms.Candidate]:
         """Every proposal of the step, normalised, deduplicated, (merged) and ranked."""

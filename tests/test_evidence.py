@@ -1,8 +1,13 @@
 """Rules checked against the train data before the gate: a label rule whose trigger words
-mostly come with another answer is dropped as `contradicted`, with its counts."""
+mostly come with another answer is dropped as `contradicted`, with its counts, and with
+`repair_contradicted` rewritten to the answer those tasks clearly have."""
 from __future__ import annotations
 
-from skillopt.evidence import Evidence, Example, asserted_label, contradiction, triggers
+from dataclasses import replace
+
+from skillopt.evidence import Evidence, Example, asserted_label, contradiction, repair, triggers
+from skillopt.store.reader import Reader
+from tests.helpers import run_sim
 
 LABELS = ("billing", "legal", "shipping", "account")
 TICKETS = (
@@ -50,3 +55,37 @@ def test_a_precedence_rule_is_not_mistaken_for_a_wrong_one():
 
 def test_tasks_without_labels_are_never_checked():
     assert contradiction("If a task mentions lawyer, answer billing.", Evidence(labels=(), examples=TICKETS)) is None
+
+
+REPAIRING = replace(EVIDENCE, repair=True)
+
+
+def test_a_contradicted_rule_is_rewritten_to_the_answer_its_tasks_clearly_have():
+    # every lawyer ticket but one is legal: the clue is right, the answer was swapped
+    assert repair("If a task mentions lawyer, answer billing, not legal.", REPAIRING) == \
+        "If a task mentions lawyer, answer legal, not billing."
+    assert repair("Lawyer letters: shipping.", REPAIRING) == "Lawyer letters: legal."
+    assert repair("Lawyer letters: shipping.", EVIDENCE) is None  # repair_contradicted off: only dropped
+
+
+def test_no_rewrite_without_a_clear_answer_or_a_contradiction():
+    mixed = Evidence(labels=LABELS, examples=tuple(TICKETS) + tuple(
+        Example(f"Subject: lawyer {i}\nBody: a parcel from our lawyer", "shipping") for i in range(3)), repair=True)
+    assert contradiction("If a task mentions lawyer, answer billing.", mixed)  # legal 6, shipping 3, billing 1
+    assert repair("If a task mentions lawyer, answer billing.", mixed) is None  # 6 of 10 is no clear answer
+    assert repair("If a task mentions lawyer, answer legal.", REPAIRING) is None  # supported: nothing to repair
+    assert repair("If a task mentions disputes, answer shipping.", REPAIRING) is None  # too little evidence
+
+
+def test_a_run_with_repair_on_gates_the_rewritten_rule_and_stores_both(tmp_path):
+    db = tmp_path / "s.db"
+    on = run_sim(db, "num_epochs=2", "seed=1", "repair_contradicted=true")
+    off = run_sim(db, "num_epochs=2", "seed=1")
+    r = Reader(db)
+    dropped = [e for e in r.edits(on) if "; rewritten to their answer" in e["note"]]
+    assert dropped and all(e["fate"] == "dropped" and e["note"].startswith("contradicted: ") for e in dropped)
+    rewritten = [e for e in r.edits(on) if e["rationale"].endswith("[answer rewritten to the train data's]")]
+    # each rewritten rule is the dropped one with other labels, and goes on through the pipeline
+    assert {e["step"] for e in rewritten} <= {e["step"] for e in dropped} and rewritten
+    assert all("contradicted" not in e["note"] for e in rewritten)
+    assert not [e for e in r.edits(off) if "rewritten" in e["note"] or "rewritten" in e["rationale"]]

@@ -230,22 +230,27 @@ def test_number_tasks_get_the_open_template_with_the_scoring_rule_and_no_draft_r
     assert "skillopt:reflect -->" in seen[0][0]["content"] and "=== 2 cases expecting" in user_text(seen[0])
 
 
-def test_contradicted_rules_are_dropped_with_their_evidence():
+def test_contradicted_rules_are_dropped_with_their_evidence_and_rewritten_when_the_data_is_clear():
     from skillopt.evidence import Evidence, Example
 
     evidence = Evidence(labels=("air", "ground"), examples=tuple(
         [Example(f"Order {k}: lithium batteries", "ground") for k in range(4)]
-        + [Example(f"Order {k}: flowers", "air") for k in range(5)]))
-    edits = [{"op": "add", "section": "", "line": 0, "content": "- Lithium batteries go air.", "rationale": "r"},
-             {"op": "add", "section": "", "line": 0, "content": "- Lithium batteries go ground.", "rationale": "r"}]
+        + [Example(f"Order {k}: flowers", "air") for k in range(5)]
+        + [Example(f"Order {k}: candles", "air" if k < 3 else "ground") for k in range(5)]), repair=True)
+    edits = [{"op": "add", "section": "", "line": 0, "content": c, "rationale": "r"}
+             for c in ("- Lithium batteries go air.", "- Candles go ground.", "- Flowers go air.")]
     (result,) = reflect(scripted(lambda m: json.dumps({"summary": "s", "edits": edits}), "evidence"), SKILL,
                         [traj("a", "ground", 0.0)], budget=2, buffer=StepBuffer(), meta_skill="", config=CONFIG,
                         step=1, seed=1, evidence=evidence)
-    assert [e.content for e in result.edits] == ["- Lithium batteries go ground."]
-    (drop,) = [d for d in result.dropped if d.reason == "contradicted"]
-    assert drop.edit.content == "- Lithium batteries go air."
-    assert drop.detail == ("batteries / lithium appear in 4 train tasks seen so far, answered ground 4; "
-                           "the rule says air")
+    # lithium tasks are all ground: the rule goes on with that answer; candles are 3 air to 2
+    # ground, no clear answer: that rule is only dropped; the flowers rule holds as proposed
+    assert [e.content for e in result.edits] == ["- Lithium batteries go ground.", "- Flowers go air."]
+    assert result.edits[0].rationale == "r [answer rewritten to the train data's]"
+    drops = {d.edit.content: d.detail for d in result.dropped if d.reason == "contradicted"}
+    assert drops == {"- Lithium batteries go air.": "batteries / lithium appear in 4 train tasks seen so far, "
+                                                    "answered ground 4; the rule says air; rewritten to their answer",
+                     "- Candles go ground.": "candles appear in 5 train tasks seen so far, answered air 3, ground 2; "
+                                             "the rule says ground"}
 
 
 def test_an_edit_rejected_alone_is_blocked_one_rejected_with_others_comes_back_as_context():
