@@ -6,6 +6,9 @@ from render import NOT_MEASURED, command, when
 
 # Earlier learning runs kept beside the current defaults' (name -> what differed), each its own table.
 LEARNING_TRIALS = {
+    "learning-repair-contradicted": "Contradicted label rules rewritten to the answer their trigger's train tasks "
+                                    "clearly share (`repair_contradicted=true`, every other setting the defaults), "
+                                    "on the held-out family whose run suggested it, so not a held-out figure for it",
     "learning-slow-update-forced": "The slow update forced in at the end of epoch 2 (`slow_update_gate=false`; "
                                    "every step before it runs as with the defaults), on a held-out family; the "
                                    "final skill is the forced one",
