@@ -155,9 +155,9 @@ def repair(content: str, evidence: Evidence) -> str | None:
     if found is None:
         return None
     label, _, supported = found
-    tops = {Counter(e.answer for e in v).most_common(1)[0] + (len(v),) for v in supported.values()}
-    answers = {top for top, n, total in tops if n / total >= REPAIR_SHARE}
-    if len(answers) != 1 or len({top for top, _, _ in tops}) != 1:
+    tops = [(*Counter(e.answer for e in v).most_common(1)[0], len(v)) for v in supported.values()]
+    answers = {top for top, _, _ in tops}
+    if len(answers) != 1 or any(n / total < REPAIR_SHARE for _, n, total in tops):
         return None
     (answer,) = answers
     asserted = max(m for m in _mentions(content, evidence.labels) if not m[3] and m[2] == label)

@@ -89,3 +89,16 @@ def test_a_run_with_repair_on_gates_the_rewritten_rule_and_stores_both(tmp_path)
     assert {e["step"] for e in rewritten} <= {e["step"] for e in dropped} and rewritten
     assert all("contradicted" not in e["note"] for e in rewritten)
     assert not [e for e in r.edits(off) if "rewritten" in e["note"] or "rewritten" in e["rationale"]]
+
+
+def test_every_reading_of_the_trigger_must_clearly_share_the_answer():
+    # read with "and", the lithium-battery orders are all ground; read with "or", ground is
+    # only 5 of the 8 lithium orders, under the 80% a rewrite needs: dropped, not rewritten
+    evidence = Evidence(labels=("air", "ground", "sea"), examples=tuple(
+        [Example(f"Order {k}: lithium batteries", "ground") for k in range(5)]
+        + [Example(f"Order {k}: lithium pallets", "sea") for k in range(3)]
+        + [Example(f"Order {k}: flowers", "air") for k in range(10)]), repair=True)
+    rule = "If a task mentions lithium or batteries, answer air."
+    assert contradiction(rule, evidence)
+    assert repair(rule, evidence) is None
+    assert repair("If a task mentions batteries, answer air.", evidence) == "If a task mentions batteries, answer ground."
