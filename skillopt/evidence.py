@@ -151,13 +151,14 @@ def repair(content: str, evidence: Evidence) -> str | None:
     answer it named swapped with that one wherever the rule negates it: "answer A, not B"
     read the wrong way round), or None when no one answer holds for REPAIR_SHARE of the tasks
     of every supported reading, or the evidence is not to repair: then the rule is only dropped."""
-    found = _supported(content, evidence) if evidence.repair and contradiction(content, evidence) else None
+    found = _supported(content, evidence) if evidence.repair else None
     if found is None:
         return None
     label, _, supported = found
     tops = [(*Counter(e.answer for e in v).most_common(1)[0], len(v)) for v in supported.values()]
     answers = {top for top, _, _ in tops}
-    if len(answers) != 1 or any(n / total < REPAIR_SHARE for _, n, total in tops):
+    # one other answer held by REPAIR_SHARE (> 0.5) of every reading: the rule is contradicted too
+    if len(answers) != 1 or label in answers or any(n / total < REPAIR_SHARE for _, n, total in tops):
         return None
     (answer,) = answers
     asserted = max(m for m in _mentions(content, evidence.labels) if not m[3] and m[2] == label)

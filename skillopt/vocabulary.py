@@ -77,6 +77,10 @@ RunStatus = Literal["pending", "running", "waiting_approval", "stopping", "compl
 LIVE_STATUSES: tuple[RunStatus, ...] = ("pending", "running", "waiting_approval", "stopping")
 FINAL_STATUSES: tuple[RunStatus, ...] = ("completed", "incomplete", "stopped", "failed", "budget_exhausted")
 
+# What a model-free trial tried, by its edit's source (the gate_decisions.trial column): the
+# store's notes and log lines and the Gate timeline name each trial the same way.
+TRIAL_NAMES = {"example": "worked examples", "template": "reply template"}
+
 # Which skill a final test evaluation scored; "none" is the target with an empty skill, the
 # bar a trained skill must clear (a weak seed can score below it).
 TestSkill = Literal["seed", "best", "final", "none"]

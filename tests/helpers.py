@@ -113,17 +113,22 @@ def lines(prefix: str, n: int = 3) -> str:
                    for i in range(1, n + 1))
 
 
+def put(path: Path, value: str | bytes) -> Path:
+    """Write text (UTF-8) or raw bytes, as a test's fixture file needs."""
+    if isinstance(value, bytes):
+        path.write_bytes(value)
+    else:
+        path.write_text(value, encoding="utf-8")
+    return path
+
+
 def make_task(folder: Path, toml: str = TOML, files: dict[str, str | bytes] | None = None) -> Path:
     """A valid mini task; `files` adds or replaces files by name."""
     folder.mkdir(parents=True, exist_ok=True)
     content = {"task.toml": toml, "train.jsonl": lines("t"), "selection.jsonl": lines("s"),
                "test.jsonl": lines("x"), "seed_skill.md": "# Mini\n\nAnswer the question.\n", **(files or {})}
     for name, value in content.items():
-        path = folder / name
-        if isinstance(value, bytes):
-            path.write_bytes(value)
-        else:
-            path.write_text(value, encoding="utf-8")
+        put(folder / name, value)
     return folder
 
 

@@ -31,7 +31,7 @@ from .schema import migrations
 from ..skill import sha
 from ..state import State, edit_json
 from ..tasks.task import Item
-from ..vocabulary import FINAL_APPROVALS, FINAL_STATUSES
+from ..vocabulary import FINAL_APPROVALS, FINAL_STATUSES, TRIAL_NAMES
 
 DEFAULT_DB = Path("data/runs/skillopt.db")
 BUSY_TIMEOUT_MS = 30_000  # writers hold locks for milliseconds; 30 s covers any burst
@@ -288,9 +288,8 @@ class Store(BufferedCaches):
         """The step's trial (worked examples or the reply template): its edit (after the step's
         others), candidate and gate."""
         x, outcome = e.examples, gate_outcome(e.examples.decision)
-        trial = "reply template" if x.edit.source == "template" else "worked examples"
-        what = "the scorer's reply template" if trial == "reply template" else \
-            f"worked examples of train items {', '.join(x.items)}"
+        template = x.edit.source == "template"
+        what = "the scorer's reply template" if template else f"worked examples of train items {', '.join(x.items)}"
         after = "skipped" if e.decision == "skip" else "rejected"
         note = f"{what}, gated alone after the step's candidate was {after}"
         c.execute("INSERT INTO edits VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -298,6 +297,7 @@ class Store(BufferedCaches):
                    x.edit.rationale, x.edit.source, x.edit.support, "[]", "selected", "applied", "", outcome, note))
         self._version(c, e.run_id, e.step, "examples", x.candidate, x.gate.candidate_score)
         self._gate(c, e.run_id, e.step, "examples", x.decision, x.gate, x.flipped)
+        trial = TRIAL_NAMES["template" if template else "example"]
         self._log(c, e.run_id, e.step, "step", f"step {e.step}: {trial} {x.decision}")
 
     def _epoch_completed(self, e: ev.EpochCompleted) -> None:

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from skillopt.ui.labels import edit_number
 from skillopt.ui.plotting import line_mode, marked
 from skillopt.ui.rollouts import one_line
-from skillopt.vocabulary import ACCEPTED, DECISIONS
+from skillopt.vocabulary import ACCEPTED, DECISIONS, TRIAL_NAMES
 
 Row = Mapping[str, Any]
 
@@ -142,7 +142,7 @@ def _slow_traces(slow: Sequence[Row]) -> list[go.Scatter]:
 
 def trial_name(g: Row) -> str:
     """What a model-free trial tried: the scorer's reply template or a step's worked examples."""
-    return "reply template" if g.get("trial") == "template" else "worked examples"
+    return TRIAL_NAMES["template" if g.get("trial") == "template" else "example"]
 
 
 def _examples_traces(trials: Sequence[Row]) -> list[go.Scatter]:

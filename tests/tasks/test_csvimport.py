@@ -12,6 +12,7 @@ from skillopt.tasks.csvimport import import_csv, import_csv_bytes, preview_csv
 from skillopt.errors import TaskError
 from skillopt.tasks.loader import load_task, validate_task
 from skillopt.tasks.task import SPLITS
+from tests.helpers import put
 
 MAPPING = {"subject": "Subject", "body": "Body"}
 
@@ -26,12 +27,7 @@ def tickets_csv(rows: int = 30, delimiter: str = ",") -> str:
 
 
 def write(tmp_path: Path, text: str | bytes, name: str = "tickets.csv") -> Path:
-    path = tmp_path / name
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text, encoding="utf-8")
-    return path
+    return put(tmp_path / name, text)
 
 
 def test_round_trip_into_a_valid_task(tmp_path):
