@@ -25,6 +25,7 @@ from .. import events as ev
 from ..errors import UserError
 from ..process import this_process
 from ..records import gate_outcome
+from .journal import use_wal
 from .intervals import ci, interval_of_test, sample_columns, train_interval
 from .pending import BufferedCaches
 from .schema import migrations
@@ -66,7 +67,7 @@ class Store(BufferedCaches):
         self._lock = threading.RLock()
         self._start_buffer()
         with self._lock:
-            self.conn.execute("PRAGMA journal_mode = WAL")
+            use_wal(self.conn, BUSY_TIMEOUT_MS / 1000)
             self.conn.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL survives a killed process
             with self.tx():  # two processes opening a fresh file at once must not both create the schema
                 migrations.apply(self.db)
