@@ -15,6 +15,7 @@ llama_cpp is imported only when a model is loaded, so importing this module stay
 """
 from __future__ import annotations
 
+import atexit
 import base64
 import hashlib
 import importlib.metadata as metadata
@@ -33,6 +34,7 @@ from .providers import GenSettings, HandlerResult, ProviderError, register_provi
 
 GGUF_MAGIC = b"GGUF"
 N_CTX = 4096  # room for a skill, a task prompt and a reply; KV memory stays ~120 MB for 1.5B
+CLOSE_WAIT_S = 5.0  # at exit, a call in flight (a daemon thread's) gets this long to finish
 PREFIX_CACHE_ENV = "SKILLOPT_LOCAL_PREFIX_CACHE"  # "0" disables KV prefix reuse (benchmark baseline)
 MODEL_DIR_ENV = "SKILLOPT_MODEL_DIR"
 _INSTALL_HINT = "pip install -r requirements.txt"
@@ -259,6 +261,15 @@ class Engine:
         text = out["choices"][0]["message"].get("content") or ""
         return HandlerResult(text, int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)))
 
+    def close(self) -> None:
+        """Free the model and context now, unless a call still holds them (then the process's
+        exit frees them)."""
+        if self.lock.acquire(timeout=CLOSE_WAIT_S):
+            try:
+                self.llama.close()
+            finally:
+                self.lock.release()
+
     def forget(self) -> None:
         """Drop the KV cache and all snapshots (benchmarks start every mode cold)."""
         with self.lock:
@@ -328,6 +339,17 @@ def load(name: str) -> Engine:
         if name not in _ENGINES:
             _ENGINES[name] = Engine(name, _spec(name).path())
         return _ENGINES[name]
+
+
+@atexit.register
+def _close_engines() -> None:
+    # Left to the garbage collector, a Llama is freed during interpreter teardown, after
+    # llama_cpp's module globals are gone, and prints a TypeError traceback on every exit.
+    with _ENGINES_LOCK:
+        engines = list(_ENGINES.values())
+        _ENGINES.clear()
+    for engine in engines:
+        engine.close()
 
 
 def handler(name: str, messages: list[dict], settings: GenSettings, response_format: dict | None) -> HandlerResult:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -207,3 +210,21 @@ def test_the_embedded_model_takes_one_call_at_a_time():
     llm = LLM("local/qwen2.5-coder-1.5b", "target", GenSettings())
     assert llm.useful_concurrency() == 1
     assert LLM("sim/target?latency=0.5", "target", GenSettings()).useful_concurrency() is None
+
+
+@pytest.mark.slow
+def test_the_embedded_model_is_freed_at_exit_before_llama_cpp_is_torn_down():
+    """Freed by the garbage collector during interpreter teardown, a Llama finds llama_cpp's
+    functions gone and prints a TypeError traceback: the engines are closed by an exit hook."""
+    _require_qwen()
+    script = ("import atexit\n"
+              "engines = []\n"
+              # registered first, so it runs after the engines' own exit hook (last in, first out)
+              "atexit.register(lambda: print('freed' if engines[0].llama._model.model is None else 'held'))\n"
+              "from skillopt.models import local\n"
+              "engines.append(local.load('qwen2.5-coder-1.5b'))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "freed"
+    assert "Exception ignored" not in done.stderr
