@@ -1,10 +1,12 @@
-"""The learning bench (bench/learning.py) and its held-out task (data/tasks/waste-sorting).
+"""The learning bench (bench/learning.py) and its held-out tasks (data/tasks/waste-sorting,
+data/tasks/parcel-lockers).
 
-The bench's figures are read from the store of a real simulated run (sim/target with the
-non-oracle sim/learner, fast) and compared with what the store holds; the targets are checked
-at their edges; a missing figure is null and misses its target; the README block labels a
-quick run and never shows an absent full run as measured. The task regenerates byte-identically,
-validates, and its files still have the hashes README.md recorded before any run on it."""
+The targets are checked at their edges, on rows read from the store of a real simulated run
+(sim/target with the non-oracle sim/learner, fast) and on made-up rows; a missing figure is null
+and misses its target; a stopped run resumes; the README block labels a quick run and never shows
+an absent full run as measured. The tasks regenerate byte-identically, validate, and their files
+still have the hashes README.md recorded before any run on them. Reading the store is tested in
+test_learning_store.py."""
 from __future__ import annotations
 
 import hashlib
@@ -17,85 +19,23 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
+from tests.learning_util import ROOT, SIM, copy_db, measure_sim, query
 
-import benchkit  # noqa: E402  (bench/ on sys.path, as when a bench runs)
+import benchkit  # noqa: E402  (bench/ on sys.path: tests.learning_util put it there)
 import learning  # noqa: E402
+import learning_store  # noqa: E402
 import learning_tables  # noqa: E402
 import report  # noqa: E402
 
 TASK_DIR = ROOT / "data" / "tasks" / "waste-sorting"
-SIM = ("target_model=sim/target", "optimizer_model=sim/learner")
-# Small enough to take about a second; chosen so the run accepts and rejects or skips steps and
-# leaves edits unapplied (clipped by a small edit budget), or the comparisons below test nothing.
-SIM_RUN = (*SIM, "num_epochs=2", "batch_size=20", "learning_rate=2", "min_learning_rate=1")
 
 
 @pytest.fixture(scope="module")
 def sim_bench(tmp_path_factory) -> tuple[Path, dict]:
-    db = tmp_path_factory.mktemp("learning") / "runs.db"
-    return db, learning.measure(db, "sim-rulebook", SIM_RUN)
+    return measure_sim(tmp_path_factory)
 
 
-def query(db: Path, sql: str, params: tuple = ()) -> list[tuple]:
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
-
-
-def copy_db(db: Path, tmp_path: Path) -> Path:
-    out = tmp_path / "copy.db"
-    src, dst = sqlite3.connect(db), sqlite3.connect(out)
-    src.backup(dst)  # WAL-safe copy: the live file alone may lack committed pages
-    src.close()
-    dst.close()
-    return out
-
-
-# ------------------------------------------------------------ reading a run from the store
-
-def test_the_figures_are_what_the_store_holds(sim_bench):
-    db, row = sim_bench
-    run_id = row["run_id"]
-    assert row["status"] == "completed" and row["type"] == "classification"
-    tests = {w: s for w, s in query(db, "SELECT which, score FROM tests WHERE run_id = ?", (run_id,))}
-    for which in learning.WHICH:
-        expected = tests.get(which)
-        assert row["test"][which] == (None if expected is None else pytest.approx(expected, abs=1e-4))
-    decisions = [d for (d,) in query(db, "SELECT decision FROM steps WHERE run_id = ?", (run_id,))]
-    assert row["steps"]["accepted"] == sum(d in ("accept", "accept_new_best") for d in decisions)
-    assert row["steps"]["rejected"] == decisions.count("reject")
-    assert row["steps"]["skipped"] == decisions.count("skip")
-    assert row["steps"]["accepted"] >= 1 and row["steps"]["rejected"] + row["steps"]["skipped"] >= 1
-    (n, ok), = query(db, "SELECT COUNT(*), SUM(ok) FROM reflections WHERE run_id = ?", (run_id,))
-    assert row["optimizer_replies"] == {"usable": ok, "all": n, "share": pytest.approx(ok / n, abs=1e-4)}
-    roles = dict(query(db, "SELECT role, COUNT(*) FROM llm_calls WHERE run_id = ? AND cached = 0 GROUP BY role",
-                       (run_id,)))
-    assert row["calls"]["target"] == roles["target"] > 0 and row["calls"]["optimizer"] == roles["optimizer"] > 0
-
-
-def test_every_edit_is_applied_or_has_a_reason(sim_bench):
-    db, row = sim_bench
-    edits = query(db, "SELECT status, gate FROM edits WHERE run_id = ?", (row["run_id"],))
-    e = row["edits"]
-    assert e["proposed"] == len(edits) and e["applied"] == sum(s == "applied" for s, _ in edits)
-    assert e["accepted"] == sum(s == "applied" and g == "accepted" for s, g in edits)
-    assert e["not_applied"] and e["applied"] + sum(e["not_applied"].values()) == e["proposed"]
-
-
-@pytest.mark.parametrize("edit, reason", [
-    ({"fate": "dropped", "status": "", "note": "bad_anchor: line 40 is past the skill's end"}, "bad_anchor"),
-    ({"fate": "dropped", "status": "", "note": "contradicted: 5 of 6 train items with 'eur' expect 6100"},
-     "contradicted"),
-    ({"fate": "clipped", "status": "", "note": ""}, "clipped"),
-    ({"fate": "selected", "status": "anchor_not_found", "note": "no line like it"}, "anchor_not_found"),
-])
-def test_why_an_edit_was_not_applied(edit, reason):
-    assert learning.not_applied_reason(edit) == reason
-
+# ------------------------------------------------------------ targets read from a run's store
 
 def test_an_accepted_contradicted_edit_misses_its_target(sim_bench, tmp_path):
     db = copy_db(sim_bench[0], tmp_path)
@@ -111,7 +51,7 @@ def test_an_accepted_contradicted_edit_misses_its_target(sim_bench, tmp_path):
                      "WHERE rowid = (SELECT rowid FROM edits WHERE run_id = ? AND fate = 'clipped' LIMIT 1)",
                      (run_id,))
     conn.close()
-    after = learning.read_run(db, run_id)["edits"]
+    after = learning_store.read_run(db, run_id)["edits"]
     assert after["contradicted"] == before["contradicted"] + 2
     assert after["contradicted_accepted"] == before["contradicted_accepted"] + 1
     assert after["not_applied"].get("contradicted", 0) == before["not_applied"].get("contradicted", 0) + 1
@@ -129,38 +69,12 @@ def test_a_store_without_the_no_skill_row_or_the_lift_reads_null_and_misses(sim_
         conn.execute("DELETE FROM rollouts WHERE run_id = ? AND purpose = 'test_none'", (run_id,))
         conn.execute("DROP TABLE IF EXISTS lift")  # a store from before the lift table
     conn.close()
-    row = learning.read_run(db, run_id)
+    row = learning_store.read_run(db, run_id)
     assert row["test"]["none"] is None and row["lift"] is None and row["test"]["best"] is not None
     assert row["test_hard"]["none"] is None and row["lift_hard"] is None
     checks = learning.targets("classification", row)
     assert not checks["lift"]["met"] and "no-skill test" in checks["lift"]["detail"]
     assert "lift interval" in checks["lift"]["detail"] and not checks["no_harm"]["met"]
-
-
-def test_the_lift_row_is_read_as_stored(sim_bench, tmp_path):
-    db = copy_db(sim_bench[0], tmp_path)
-    run_id = sim_bench[1]["run_id"]
-    conn = sqlite3.connect(db)
-    with conn:
-        conn.execute("DELETE FROM lift WHERE run_id = ?", (run_id,))
-        conn.execute("INSERT INTO lift VALUES (?,?,?,?,?,?,?,?,?,?)",
-                     (run_id, "hard", "seed", 0.62, 0.5, 0.12, 0.031, 0.2, 96,
-                      json.dumps({"bulky": {"n": 12, "best": 0.75, "seed": 0.25, "none": 0.3333333}})))
-    conn.close()
-    lift = learning.read_run(db, run_id)["lift"]
-    assert lift == {"metric": "hard", "baseline": "seed", "best": 0.62, "baseline_score": 0.5, "lift": 0.12,
-                    "ci_low": 0.031, "ci_high": 0.2, "n_items": 96,
-                    "breakdown": {"bulky": {"n": 12, "best": 0.75, "seed": 0.25, "none": 0.333}}}
-
-
-def test_hard_figures_are_read_from_the_test_rollouts_and_match_a_hard_run(sim_bench):
-    db, first = sim_bench[0], sim_bench[1]
-    row = learning.read_run(db, first["run_id"])
-    assert row["metric"] == "hard"  # sim-rulebook's choice scorer is all or nothing
-    # on a run gated on hard the recomputed figures are the stored ones, interval included
-    assert row["test_hard"] == row["test"]
-    assert {k: row["lift_hard"][k] for k in ("baseline", "best", "lift", "ci_low", "ci_high", "n_items")} == \
-        {k: row["lift"][k] for k in ("baseline", "best", "lift", "ci_low", "ci_high", "n_items")}
 
 
 # ------------------------------------------------------------ targets
