@@ -353,7 +353,8 @@ def _key(edit: Edit) -> tuple[str, str, str]:
 def reflect(optimizer, skill: str, trajectories: Sequence[Trajectory], *, budget: int, buffer: StepBuffer,
             meta_skill: str, config: RunConfig, step: int, seed: int,
             scoring: Scoring | None = None, evidence: Evidence | None = None) -> tuple[MinibatchResult, ...]:
-    """One optimizer call per minibatch, `analyst_workers` at a time, results in minibatch order.
+    """One optimizer call per minibatch, `analyst_workers` at a time (one at a time, in order, for a
+    model that takes one call at a time), results in minibatch order.
 
     An unusable reply becomes a failed MinibatchResult; ModelError and BudgetExhausted
     propagate (the trainer ends or stops the run on them). With `evidence`, a proposed rule
@@ -366,12 +367,18 @@ def reflect(optimizer, skill: str, trajectories: Sequence[Trajectory], *, budget
     sections = section_paths(skill)
     usable = tuple(t for t in trajectories if not t.error)  # clue words and contrasts come from the whole step
     rejected = {_key(r.edit): r for r in buffer.rejected if not r.companions}  # only lone rejections block
-    pool = ThreadPoolExecutor(max_workers=max(1, min(config.analyst_workers, len(batches))),
-                              thread_name_prefix="reflect")
+    calls = [(_reflect_one, optimizer, i, kind, batch, skill, budget, notes, sections, config.trajectory_chars,
+              step, usable, rejected, scoring, evidence) for i, (kind, batch) in enumerate(batches)]
+    workers = min(config.analyst_workers, optimizer.useful_concurrency() or config.analyst_workers, len(batches))
+    if workers <= 1:
+        # A model computed in this process one call at a time (the embedded one) gets its calls in
+        # minibatch order. From a pool they would queue on its lock in whichever order the threads
+        # won, and llama.cpp's reply can change with the prompt its KV cache held before (a reused
+        # prefix was computed in other batches): the same run proposed other edits each time.
+        return tuple(fn(*args) for fn, *args in calls)
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reflect")
     try:
-        futures = [pool.submit(_reflect_one, optimizer, i, kind, batch, skill, budget, notes, sections,
-                               config.trajectory_chars, step, usable, rejected, scoring, evidence)
-                   for i, (kind, batch) in enumerate(batches)]
+        futures = [pool.submit(*call) for call in calls]
         return tuple(f.result() for f in futures)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # after a fatal error, queued calls never start

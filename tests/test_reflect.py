@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter
 
 import pytest
@@ -11,7 +12,7 @@ from skillopt.models import llm
 from skillopt.config import RunConfig
 from skillopt.errors import BudgetExhausted, ModelError
 from skillopt.models.limits import Meter
-from skillopt.models.providers import ProviderError
+from skillopt.models.providers import GenSettings, HandlerResult, ProviderError, register_provider
 from skillopt.patch import Edit
 from skillopt.state import RejectedEdit
 from skillopt.proposals import EXTRA_EDITS, reflect_schema
@@ -309,6 +310,34 @@ def test_results_come_in_minibatch_order_whatever_the_completion_order():
     assert [r.index for r in results] == [0, 1, 2] and order[-1] is True
     assert all(r.ok for r in results)
     assert first.split(":")[0] in results[0].summary
+
+
+@pytest.mark.parametrize("one_at_a_time", [True, False])
+def test_a_model_that_takes_one_call_at_a_time_gets_them_in_minibatch_order(one_at_a_time):
+    """The embedded model's reply can depend on the call before it: its calls must come in one order."""
+    trajs = [traj(f"f{k}", ["air", "freight", "postal"][k % 3], 0.0) for k in range(16)]
+    firsts = [batch[0].prompt for _, batch in make_minibatches(trajs, 4, seed=5)]
+    seen, in_flight, most, lock = [], [0], [0], threading.Lock()
+
+    def handler(name, messages, settings, response_format):
+        with lock:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        time.sleep(0.02)  # long enough for a pool's other threads to start their calls
+        with lock:
+            in_flight[0] -= 1
+            seen.append(next(i for i, f in enumerate(firsts) if f in user_text(messages)))
+        return HandlerResult(json.dumps({"summary": "s", "edits": []}), 10, 5)
+
+    register_provider("oneatatime", handler, concurrency=(lambda name: 1) if one_at_a_time else None)
+    optimizer = llm.LLM("oneatatime/x", "optimizer", GenSettings(max_retries=0))
+    results = reflect(optimizer, SKILL, trajs, budget=2, buffer=StepBuffer(), meta_skill="", config=CONFIG,
+                      step=1, seed=5)
+    assert [r.index for r in results] == [0, 1, 2, 3] and all(r.ok for r in results)
+    if one_at_a_time:
+        assert most[0] == 1 and seen == [0, 1, 2, 3]
+    else:  # any other model keeps its parallel calls (the setup above does overlap them)
+        assert most[0] > 1
 
 
 def test_malformed_output_is_repaired_once():
