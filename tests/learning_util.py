@@ -39,3 +39,14 @@ def copy_db(db: Path, tmp_path: Path) -> Path:
     src.close()
     dst.close()
     return out
+
+
+def edited_copy(measured: tuple[Path, dict], tmp_path: Path, *statements: tuple[str, tuple]) -> Path:
+    """A copy of a measured run's store with `statements` (SQL, parameters) applied to it."""
+    db = copy_db(measured[0], tmp_path)
+    conn = sqlite3.connect(db)
+    with conn:
+        for sql, params in statements:
+            conn.execute(sql, params)
+    conn.close()
+    return db

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.learning_util import ROOT, SIM, copy_db, measure_sim, query
+from tests.learning_util import ROOT, SIM, copy_db, edited_copy, measure_sim, query
 
 import benchkit  # noqa: E402  (bench/ on sys.path: tests.learning_util put it there)
 import learning  # noqa: E402
@@ -61,14 +61,10 @@ def test_an_accepted_contradicted_edit_misses_its_target(sim_bench, tmp_path):
 
 
 def test_a_store_without_the_no_skill_row_or_the_lift_reads_null_and_misses(sim_bench, tmp_path):
-    db = copy_db(sim_bench[0], tmp_path)
     run_id = sim_bench[1]["run_id"]
-    conn = sqlite3.connect(db)
-    with conn:
-        conn.execute("DELETE FROM tests WHERE run_id = ? AND which = 'none'", (run_id,))
-        conn.execute("DELETE FROM rollouts WHERE run_id = ? AND purpose = 'test_none'", (run_id,))
-        conn.execute("DROP TABLE IF EXISTS lift")  # a store from before the lift table
-    conn.close()
+    db = edited_copy(sim_bench, tmp_path, ("DELETE FROM tests WHERE run_id = ? AND which = 'none'", (run_id,)),
+                     ("DELETE FROM rollouts WHERE run_id = ? AND purpose = 'test_none'", (run_id,)),
+                     ("DROP TABLE IF EXISTS lift", ()))  # a store from before the lift table
     row = learning_store.read_run(db, run_id)
     assert row["test"]["none"] is None and row["lift"] is None and row["test"]["best"] is not None
     assert row["test_hard"]["none"] is None and row["lift_hard"] is None

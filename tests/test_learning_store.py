@@ -4,12 +4,11 @@ and the lift and hard-accuracy figures are read as stored."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from tests.learning_util import copy_db, measure_sim, query
+from tests.learning_util import edited_copy, measure_sim, query
 
 import learning_store  # noqa: E402  (bench/ on sys.path: tests.learning_util put it there)
 
@@ -60,15 +59,11 @@ def test_why_an_edit_was_not_applied(edit, reason):
 
 
 def test_the_lift_row_is_read_as_stored(sim_bench, tmp_path):
-    db = copy_db(sim_bench[0], tmp_path)
     run_id = sim_bench[1]["run_id"]
-    conn = sqlite3.connect(db)
-    with conn:
-        conn.execute("DELETE FROM lift WHERE run_id = ?", (run_id,))
-        conn.execute("INSERT INTO lift VALUES (?,?,?,?,?,?,?,?,?,?)",
-                     (run_id, "hard", "seed", 0.62, 0.5, 0.12, 0.031, 0.2, 96,
-                      json.dumps({"bulky": {"n": 12, "best": 0.75, "seed": 0.25, "none": 0.3333333}})))
-    conn.close()
+    db = edited_copy(sim_bench, tmp_path, ("DELETE FROM lift WHERE run_id = ?", (run_id,)),
+                     ("INSERT INTO lift VALUES (?,?,?,?,?,?,?,?,?,?)",
+                      (run_id, "hard", "seed", 0.62, 0.5, 0.12, 0.031, 0.2, 96,
+                       json.dumps({"bulky": {"n": 12, "best": 0.75, "seed": 0.25, "none": 0.3333333}}))))
     lift = learning_store.read_run(db, run_id)["lift"]
     assert lift == {"metric": "hard", "baseline": "seed", "best": 0.62, "baseline_score": 0.5, "lift": 0.12,
                     "ci_low": 0.031, "ci_high": 0.2, "n_items": 96,
