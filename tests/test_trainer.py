@@ -76,6 +76,9 @@ class SpyLLM:
     def prompt_tokens(self, messages):
         return self.inner.prompt_tokens(messages)
 
+    def useful_concurrency(self):
+        return self.inner.useful_concurrency()
+
 
 def test_meta_skill_reaches_next_epoch_prompts(tmp_path):
     config = sim_config("num_epochs=3")
