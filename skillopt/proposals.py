@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
+from .echo import echoes
 from .models.jsonreply import as_int
 from .patch import OPS, Edit
 from .prompts import clip
@@ -60,9 +61,11 @@ class _Parsed:
     dropped: tuple[DroppedEdit, ...]  # also read by the model layer, which notes them on the call's record
 
 
-def parse_edits(obj: object, skill: str, kind: str, cap: int) -> _Parsed:
+def parse_edits(obj: object, skill: str, kind: str, cap: int, instructions: str = "") -> _Parsed:
     """Validate a reflection reply; the reply's shape is fatal (ValueError: repair), a bad
-    single edit only drops that edit, so one bad line number never wastes the whole call."""
+    single edit only drops that edit, so one bad line number never wastes the whole call.
+    `instructions`: the prompt's fixed wording (prompts.fixed_text) and the tasks' shared lines;
+    an edit mostly made of them is dropped as an echo."""
     if not isinstance(obj, dict):
         raise ValueError("the reply must be a JSON object with 'summary' and 'edits'")
     raw = obj.get("edits")
@@ -74,14 +77,14 @@ def parse_edits(obj: object, skill: str, kind: str, cap: int) -> _Parsed:
     edits: list[Edit] = []
     dropped: list[DroppedEdit] = []
     for e in raw:
-        one = _parse_one(e, texts, skill, kind)
+        one = _parse_one(e, texts, skill, kind, instructions)
         if isinstance(one, Edit) and len(edits) >= cap:
             one = DroppedEdit(one, "over_cap", f"over the limit of {cap} edits per reply")
         (dropped if isinstance(one, DroppedEdit) else edits).append(one)
     return _Parsed(summary=summary, edits=tuple(edits), dropped=tuple(dropped))
 
 
-def _parse_one(e: object, texts: Sequence[str], skill: str, kind: str) -> Edit | DroppedEdit:
+def _parse_one(e: object, texts: Sequence[str], skill: str, kind: str, instructions: str) -> Edit | DroppedEdit:
     """One entry of a reply's edits: the Edit, or what was proposed and why it is dropped.
     An edit by line number carries the line's number and text, so patch applies it there."""
     if not isinstance(e, dict) or e.get("op") not in OPS:
@@ -96,11 +99,11 @@ def _parse_one(e: object, texts: Sequence[str], skill: str, kind: str) -> Edit |
     edit = Edit(op=op, target=texts[line - 1] if by_line else "", content=content.strip() if op != "delete" else "",
                 section=section, rationale=clip(rationale.strip(), RATIONALE_CHARS) if isinstance(rationale, str)
                 else "", source=kind, line=line if by_line else 0)
-    problem = _problem(edit, line, len(texts), skill)
+    problem = _problem(edit, line, len(texts), skill, instructions)
     return DroppedEdit(edit, *problem) if problem else edit
 
 
-def _problem(edit: Edit, line: int, n_lines: int, skill: str) -> tuple[DropReason, str] | None:
+def _problem(edit: Edit, line: int, n_lines: int, skill: str, instructions: str) -> tuple[DropReason, str] | None:
     if edit.op != "delete" and not edit.content:
         return "malformed", f"{edit.op} without content"
     if line > n_lines:
@@ -116,6 +119,9 @@ def _problem(edit: Edit, line: int, n_lines: int, skill: str) -> tuple[DropReaso
         return "template_slot", f"content still holds a template placeholder ({slot.group(0)})"
     if len(edit.content) > CONTENT_CHARS:  # dropped whole: a cut rule would say something else
         return "too_long", f"content of {len(edit.content)} characters exceeds {CONTENT_CHARS}"
+    if instructions and echoes(edit.content, instructions):
+        return "echo", ("content is mostly the reflection prompt's own wording (its instructions or what every "
+                        "task already says), copied back")
     return None
 
 

@@ -10,13 +10,12 @@ applies it at that line (duplicate lines are no ambiguity), or reports anchor_no
 an earlier edit changed it. A 1.5B model copies what it is shown, so each failure group
 also gets its clue words (shared by the group, rare elsewhere), a draft rule built from
 them and one contrasting success. A proposed edit that names a missing line or section,
-still holds a template slot, is too long, is malformed or repeats an edit rejected alone
-is dropped, and returned with its reason (DroppedEdit) so the run's record keeps it.
+still holds a template slot, is too long, is malformed, repeats an edit rejected alone or
+copies the prompt's own wording back (echo.py) is dropped, and returned with its reason (DroppedEdit) so the run's record keeps it.
 """
 from __future__ import annotations
 
 import functools
-import random
 import re
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -28,9 +27,10 @@ from .config import RunConfig
 from .errors import ModelError
 from .evidence import STOP_WORDS, Evidence, contradiction, repair
 from .fitting import complete_fitted
+from .minibatch import make_minibatches
 from .models.providers import prompt_fault
 from .patch import Edit
-from .prompts import clip, prompt_messages
+from .prompts import clip, fixed_text, prompt_messages
 from .proposals import EXTRA_EDITS, DroppedEdit, parse_edits, reflect_schema
 from .skill import lines as skill_lines
 from .skill import sections as skill_sections
@@ -98,52 +98,6 @@ def _rejected_lines(rejected: Sequence[RejectedEdit]) -> list[str]:
             out.append(f"- rejected together with {len(r.companions)} other edit{'s' if len(r.companions) > 1 else ''}"
                        f" ({score}); one may be fine on its own:")
         out.append(f"  - {describe_edit(r.edit)}")
-    return out
-
-
-# --- minibatches --------------------------------------------------------------------------
-
-def _pack(trajs: list[Trajectory], size: int) -> list[tuple[Trajectory, ...]]:
-    """Chunks of at most `size` that keep each expected answer's cases together.
-
-    A small optimizer finds a pattern only when it sees it several times, so a group of
-    one expected answer is split only when it is larger than a minibatch; smaller groups
-    share minibatches first-fit, largest first (ties in the shuffled order).
-    """
-    groups: dict[str, list[Trajectory]] = {}
-    for t in trajs:
-        groups.setdefault(t.expected.strip().casefold(), []).append(t)
-    full: list[list[Trajectory]] = []
-    rests: list[list[Trajectory]] = []
-    for group in groups.values():
-        whole = len(group) - len(group) % size
-        full.extend(group[i:i + size] for i in range(0, whole, size))
-        if group[whole:]:
-            rests.append(group[whole:])
-    open_bins: list[list[Trajectory]] = []
-    for rest in sorted(rests, key=len, reverse=True):  # first-fit decreasing: few, full minibatches
-        fit = next((b for b in open_bins if len(b) + len(rest) <= size), None)
-        if fit is None:
-            open_bins.append(list(rest))
-        else:
-            fit.extend(rest)
-    return [tuple(b) for b in full + open_bins]
-
-
-def make_minibatches(trajectories: Sequence[Trajectory], minibatch_size: int, seed: int,
-                     failure_only: bool = False) -> list[tuple[str, tuple[Trajectory, ...]]]:
-    """[(kind, trajectories)]: failures (hard < 1) first, then successes, each shuffled with
-    the seed and packed so that cases with the same expected answer stay together.
-    Trajectories whose model call failed are left out: they say nothing about the skill."""
-    rng = random.Random(seed)
-    usable = [t for t in trajectories if not t.error]
-    kinds = [("failure", [t for t in usable if t.evaluation.hard < 1])]
-    if not failure_only:
-        kinds.append(("success", [t for t in usable if t.evaluation.hard >= 1]))
-    out = []
-    for kind, trajs in kinds:
-        rng.shuffle(trajs)
-        out.extend((kind, batch) for batch in _pack(trajs, max(1, minibatch_size)))
     return out
 
 
@@ -302,6 +256,17 @@ def _messages(scoring: Scoring | None, kind: str, batch: tuple[Trajectory, ...],
                            scoring=scoring.description.rstrip(".") or "read the Feedback of each case")
 
 
+def _instructions(scoring: Scoring | None, batch: Sequence[Trajectory]) -> str:
+    """What an edit copied back from the prompt would be made of: the fixed wording of the
+    template `_messages` picks for `scoring`, and the lines every task of the batch already
+    says (the target reads those with each task, so the skill restating them adds nothing)."""
+    if scoring is None or scoring.kind not in GUIDANCE:
+        fixed = fixed_text("reflect")
+    else:
+        fixed = fixed_text("reflect_open", guidance=GUIDANCE[scoring.kind])
+    return "\n\n".join([fixed, *common_lines([t.prompt for t in batch])])
+
+
 def _reflect_one(optimizer, index: int, kind: str, batch: tuple[Trajectory, ...], skill: str, budget: int,
                  notes: str, sections: list[str], limit: int, step: int,
                  context: Sequence[Trajectory] = (), rejected: dict | None = None,
@@ -312,6 +277,7 @@ def _reflect_one(optimizer, index: int, kind: str, batch: tuple[Trajectory, ...]
     n_lines = len(skill_lines(skill))
     cap = max(budget, 0) + EXTRA_EDITS
     answers = [t.expected for t in batch]
+    instructions = _instructions(scoring, batch)
 
     def shown(shape: window.Shape) -> tuple[Trajectory, ...]:
         return tuple(batch[i] for i in window.keep(answers, shape.cases))
@@ -320,7 +286,8 @@ def _reflect_one(optimizer, index: int, kind: str, batch: tuple[Trajectory, ...]
         optimizer, window.ladder(limit, len(batch)),
         lambda shape: _messages(scoring, kind, shown(shape), skill, budget, notes, sections, shape, context),
         describe=lambda shape: shape.describe(len(batch), limit), stage="reflect", step=step,
-        schema=reflect_schema(budget, sections, n_lines), validate=lambda obj: parse_edits(obj, skill, kind, cap))
+        schema=reflect_schema(budget, sections, n_lines),
+        validate=lambda obj: parse_edits(obj, skill, kind, cap, instructions))
     ids = tuple(t.item_id for t in shown(shape))
     if value is None:
         return MinibatchResult(index=index, kind=kind, item_ids=ids, ok=False, summary="", edits=(),

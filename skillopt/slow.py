@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from . import window
+from .echo import echoes
 from .fitting import complete_fitted
 from .patch import Edit
-from .prompts import clip, prompt_messages
+from .prompts import clip, fixed_text, prompt_messages
 from .reflect import describe_edit, format_case
 from .state import RejectedEdit
 from .skill import MARKERS, guidance, with_guidance
@@ -76,8 +77,10 @@ def compare(prev: Sequence[Trajectory], cur: Sequence[Trajectory]) -> Comparison
                       stable_success=tuple(buckets[(True, True)]))
 
 
-def _bullets(obj: object, key: str, limit: int) -> list[str]:
-    """The reply's bullet list, cleaned; raises ValueError (-> one repair) when unusable."""
+def _bullets(obj: object, key: str, limit: int, instructions: str) -> list[str]:
+    """The reply's bullet list, cleaned, less the bullets that copy the prompt's own
+    `instructions` back (a small model fills the example bullet in with its own words for
+    the slots); raises ValueError (-> one repair) when nothing usable is left."""
     if not isinstance(obj, dict) or not isinstance(obj.get(key), list):
         raise ValueError(f"expected {{\"{key}\": [\"...\", ...]}}")
     out = []
@@ -91,7 +94,11 @@ def _bullets(obj: object, key: str, limit: int) -> list[str]:
             out.append(clip(text, BULLET_CHARS))
     if not out:
         raise ValueError(f"'{key}' is empty")
-    return out[:limit]
+    kept = [b for b in out if not echoes(b, instructions)]
+    if not kept:
+        raise ValueError(f"every entry of '{key}' repeats this prompt's instructions; write what the cases "
+                         "themselves show, in their own words")
+    return kept[:limit]
 
 
 def _schema(title: str, key: str, limit: int) -> dict:
@@ -138,10 +145,11 @@ def slow_update(optimizer, *, skill: str, previous_skill: str, comparison: Compa
             regressed_cases=_cases(comparison.regressed, cur, skill, shape),
             failing_cases=_cases(comparison.persistent_failure, cur, skill, shape), skill=_skill_view(skill, shape))
 
+    instructions = fixed_text("slow_update")
     _, bullets, reply = complete_fitted(optimizer, window.ladder(CASE_CHARS, EXAMPLES), build, describe=_slow_note,
                                         stage="slow_update", step=step,
                                         schema=_schema("slow_update", "guidance", MAX_BULLETS),
-                                        validate=lambda obj: _bullets(obj, "guidance", MAX_BULLETS))
+                                        validate=lambda obj: _bullets(obj, "guidance", MAX_BULLETS, instructions))
     if bullets is None:
         return SlowResult(guidance=old, skill=skill, ok=False,
                           error=reply.error or f"epoch {epoch}: unusable slow-update reply")
@@ -174,7 +182,7 @@ def meta_update(optimizer, *, meta_skill: str, comparison: Comparison | None, ac
 
     _, notes, reply = complete_fitted(optimizer, META_SHAPES, build, describe=note, stage="meta", step=step,
                                       schema=_schema("meta_skill", "notes", MAX_NOTES),
-                                      validate=lambda obj: _bullets(obj, "notes", MAX_NOTES))
+                                      validate=lambda obj: _bullets(obj, "notes", MAX_NOTES, fixed_text("meta_skill")))
     if notes is None:
         return MetaResult(content=meta_skill, ok=False,
                           error=reply.error or f"epoch {epoch}: unusable meta-skill reply")

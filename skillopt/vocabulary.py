@@ -39,12 +39,13 @@ FATES: tuple[Fate, ...] = ("pending", "selected", "clipped", "merged", "invalid"
 # Why the reflection step dropped a proposed edit before the pipeline saw it: it repeats an
 # edit the gate or a person rejected alone, still holds a template slot, is longer than an
 # edit may be, names a line or section the skill does not have, is no usable edit at all
-# (unknown op, content that is not text, no content), came after the reply's edit limit, or
-# is contradicted by the train data (its trigger words mostly come with another answer).
+# (unknown op, content that is not text, no content), came after the reply's edit limit, is
+# contradicted by the train data (its trigger words mostly come with another answer), or is
+# mostly the reflection prompt's own wording or the tasks' shared text copied back (echo).
 DropReason = Literal["repeat_of_rejected", "template_slot", "too_long", "bad_anchor", "malformed", "over_cap",
-                     "contradicted"]
+                     "contradicted", "echo"]
 DROP_REASONS: tuple[DropReason, ...] = ("repeat_of_rejected", "template_slot", "too_long", "bad_anchor", "malformed",
-                                        "over_cap", "contradicted")
+                                        "over_cap", "contradicted", "echo")
 
 # What applying a selected edit to the skill did (patch).
 EditStatus = Literal["applied", "anchor_not_found", "ambiguous_anchor", "protected", "duplicate", "noop"]

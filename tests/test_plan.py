@@ -103,7 +103,7 @@ def test_all_items_and_empty_split():
 # ---- call forecast ------------------------------------------------------------------------
 
 def test_max_reflections_bounds_the_minibatch_packing():
-    from skillopt.reflect import make_minibatches
+    from skillopt.minibatch import make_minibatches
     from skillopt.tasks.task import Evaluation, Trajectory
 
     def trajs(labels, hard):

@@ -79,3 +79,16 @@ def test_edits_over_the_cap_are_dropped():
 def test_a_reply_of_the_wrong_shape_is_a_validation_error(obj):
     with pytest.raises(ValueError):
         parse_edits(obj, SKILL, "failure", 3)
+
+
+def test_an_edit_that_copies_the_prompts_wording_back_is_dropped_as_an_echo_with_its_text():
+    shared = "Extract the vendor, invoice_date, total, and currency from this invoice."
+    reply = {"summary": "", "edits": [
+        {"op": "add", "line": 0, "content": shared},
+        {"op": "add", "line": 0, "content": "- Write every date as YYYY-MM-DD, whatever form the invoice uses."}]}
+    parsed = parse_edits(reply, SKILL, "failure", 4, instructions=f"Rules for edits:\n\n{shared}")
+    assert [e.content for e in parsed.edits] == ["- Write every date as YYYY-MM-DD, whatever form the invoice uses."]
+    (dropped,) = parsed.dropped
+    assert dropped.reason == "echo" and dropped.edit.content == shared and "copied back" in dropped.detail
+    # without the prompt's wording to compare with, nothing is an echo
+    assert len(parse_edits(reply, SKILL, "failure", 4).edits) == 2

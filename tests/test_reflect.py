@@ -1,10 +1,9 @@
-"""Reflection: minibatches, prompts, the line -> target conversion, repair and failures."""
+"""Reflection: prompts, the line -> target conversion, repair and failures."""
 from __future__ import annotations
 
 import json
 import threading
 import time
-from collections import Counter
 
 import pytest
 
@@ -16,8 +15,8 @@ from skillopt.models.providers import GenSettings, HandlerResult, ProviderError,
 from skillopt.patch import Edit
 from skillopt.state import RejectedEdit
 from skillopt.proposals import EXTRA_EDITS, reflect_schema
-from skillopt.reflect import (MinibatchResult, StepBuffer, common_lines, format_case, make_minibatches, numbered,
-                              reflect)
+from skillopt.minibatch import make_minibatches
+from skillopt.reflect import MinibatchResult, StepBuffer, common_lines, format_case, numbered, reflect
 from skillopt.prompts import clip, prompt_messages, template
 from skillopt.tasks.task import Evaluation, Trajectory
 
@@ -43,44 +42,9 @@ def user_text(messages) -> str:
 
 CONFIG = RunConfig(target_model="sim/target", optimizer_model="sim/optimizer", minibatch_size=4, analyst_workers=8)
 
-# --- minibatches ------------------------------------------------------------------------------
-
-
 def mixed(n: int = 20) -> list[Trajectory]:
     labels = ["air", "freight", "postal"]
     return [traj(f"i{k:02d}", labels[k % 3], 1.0 if k % 4 == 0 else 0.0) for k in range(n)]
-
-
-def test_minibatches_are_deterministic_per_seed_and_differ_across_seeds():
-    a = make_minibatches(mixed(), 4, seed=7)
-    assert a == make_minibatches(mixed(), 4, seed=7)
-    other = make_minibatches(mixed(), 4, seed=8)
-    assert [[t.item_id for t in b] for _, b in a] != [[t.item_id for t in b] for _, b in other]
-
-
-def test_minibatches_put_failures_first_and_chunk_every_trajectory_once():
-    batches = make_minibatches(mixed(), 4, seed=1)
-    kinds = [k for k, _ in batches]
-    assert kinds == sorted(kinds)  # "failure" < "success": failures come first
-    assert all(len(b) <= 4 for _, b in batches)
-    ids = [t.item_id for _, b in batches for t in b]
-    assert sorted(ids) == sorted(t.item_id for t in mixed())
-    for kind, batch in batches:
-        assert all((t.evaluation.hard < 1) == (kind == "failure") for t in batch)
-
-
-@pytest.mark.parametrize("seed", range(5))
-def test_cases_of_one_expected_answer_stay_together(seed):
-    trajs = [traj(f"i{k:02d}", label, 0.0) for k, label in enumerate(["air"] * 6 + ["freight"] * 3 + ["postal"] * 2
-                                                                       + ["ground"] * 1)]
-    batches = [b for _, b in make_minibatches(trajs, 4, seed=seed)]
-    for batch in batches:  # one run per label inside a minibatch
-        labels = [t.expected for t in batch]
-        assert len([x for i, x in enumerate(labels) if i == 0 or labels[i - 1] != x]) == len(set(labels))
-    spread = Counter(t.expected for b in batches for t in set(b))
-    holding = {label: sum(any(t.expected == label for t in b) for b in batches) for label in spread}
-    assert holding == {"air": 2, "freight": 1, "postal": 1, "ground": 1}  # split only when larger than a batch
-    assert len(batches) == 3
 
 
 def test_case_groups_get_a_header_with_what_the_assistant_said():
@@ -203,6 +167,23 @@ def test_exact_answers_that_are_not_a_small_set_read_as_text(tmp_path):
                     splits={**task.splits, "train": many})
     assert exact.scoring().kind == "text"
     assert replace(exact, splits=task.splits).scoring().kind == "label"
+
+
+def test_an_edit_restating_what_every_task_says_or_the_prompts_own_wording_is_dropped_as_an_echo():
+    from skillopt.tasks.loader import load_task
+
+    edits = [{"op": "add", "section": "", "line": 0, "content": c, "rationale": "r"} for c in (
+        "Answer with the route only.",  # every task of the batch already says it: the target reads it anyway
+        "Write instructions that fix the cause: the output form, or the method.",  # the open template's guidance
+        "- Orders to Alaska or Hawaii go air, whatever the weight.")]
+    trajs = [traj(f"i{k}", "air", 0.0, prompt=f"Route this order.\nOrder: {k}\nAnswer with the route only.")
+             for k in range(3)]
+    (result,) = reflect(scripted(lambda m: json.dumps({"summary": "s", "edits": edits}), "echo"), SKILL, trajs,
+                        budget=3, buffer=StepBuffer(), meta_skill="", config=CONFIG, step=1, seed=1,
+                        scoring=load_task("word-problems").scoring())
+    assert [e.content for e in result.edits] == ["- Orders to Alaska or Hawaii go air, whatever the weight."]
+    assert sorted(d.edit.content for d in result.dropped if d.reason == "echo") == [
+        "Answer with the route only.", "Write instructions that fix the cause: the output form, or the method."]
 
 
 def test_number_tasks_get_the_open_template_with_the_scoring_rule_and_no_draft_rules():

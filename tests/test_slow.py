@@ -214,3 +214,27 @@ def test_a_meta_update_with_many_long_edits_shows_the_latest_that_fit():
     assert "Accepted rule 11" in sent and "Rejected rule 11" in sent and "Accepted rule 0:" not in sent
     assert rows.records[-1].note.startswith("prompt fitted to the context window: the last")
     assert [r.error.split(":")[0] for r in rows.records][:-1] == ["context"] * (len(rows.records) - 1)
+
+
+def test_bullets_that_copy_the_prompt_back_are_left_out_of_the_guidance():
+    echo = ("When a task has the telling detail these cases share, the answer is the expected answer, "
+            "because what in the task decides it.")
+    reply = json.dumps({"guidance": [echo, "PO boxes always go postal, because couriers cannot deliver there."]})
+    result = slow_update(scripted(lambda m: reply, "slow-echo"), skill=SKILL, previous_skill=PREVIOUS,
+                         comparison=COMPARISON, prev=[], cur=CUR, step=6, epoch=2)
+    assert result.ok and result.guidance == "- PO boxes always go postal, because couriers cannot deliver there."
+
+
+def test_a_reply_of_echoes_only_is_asked_again_and_then_keeps_the_old_guidance():
+    skill = with_guidance(SKILL, "- old lesson")
+    calls = []
+
+    def reply(messages):
+        calls.append(messages)
+        return json.dumps({"guidance": ["For REGRESSED cases, which change broke them and what to do instead.",
+                                        "What fixed cases, in one bullet, so it is kept."]})
+
+    result = slow_update(scripted(reply, "slow-echo-only"), skill=skill, previous_skill=SKILL,
+                         comparison=COMPARISON, prev=[], cur=CUR, step=6, epoch=2)
+    assert not result.ok and result.skill == skill and result.guidance == "- old lesson"
+    assert len(calls) == 2 and "repeats this prompt's instructions" in calls[1][-1]["content"]

@@ -8,12 +8,14 @@ stays intact.
 """
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from importlib import resources
 from string import Template
 from typing import Any
 
 _USER_SPLIT = "<!-- user -->"
+_SLOT = re.compile(r"\$\{[a-z_]+\}")
 
 
 @lru_cache(maxsize=None)
@@ -30,6 +32,14 @@ def prompt_messages(name: str, **values: Any) -> list[dict]:
     values = {k: str(v) for k, v in values.items()}
     return [{"role": "system", "content": Template(system).substitute(values)},
             {"role": "user", "content": Template(user).substitute(values)}]
+
+
+def fixed_text(name: str, **values: Any) -> str:
+    """The template's own wording, both halves: `values` filled in (instructions that vary by
+    kind) and every other slot a blank line, since the data filled in there is not the prompt's
+    and the words either side of it never run on into each other."""
+    values = {k: str(v) for k, v in values.items()}
+    return "\n\n".join(_SLOT.sub("\n\n", Template(half).safe_substitute(values)) for half in template(name))
 
 
 def clip(text: str, limit: int) -> str:
