@@ -4,8 +4,10 @@ A small optimizer, asked for "When a task <has the telling detail these cases sh
 answer is <the expected answer>", may reply with that very sentence, brackets removed: it
 reads like a rule and says nothing. Such text is told apart by its word sequences: most of
 its 4-word runs occur in the prompt's fixed wording (the template without the data filled
-in), where a lesson drawn from the cases is made of the cases' words. Only the fixed wording
-counts, so an edit that quotes a task's own scoring rule or a case's text is never an echo.
+in), where a lesson drawn from the cases is made of the cases' words. The caller passes
+what counts as the prompt's: its fixed wording, and for reflection the lines every task of
+the minibatch already says (the target reads those anyway); an edit that quotes the task's
+scoring rule or one case's text is never an echo.
 """
 from __future__ import annotations
 

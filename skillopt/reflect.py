@@ -11,7 +11,8 @@ an earlier edit changed it. A 1.5B model copies what it is shown, so each failur
 also gets its clue words (shared by the group, rare elsewhere), a draft rule built from
 them and one contrasting success. A proposed edit that names a missing line or section,
 still holds a template slot, is too long, is malformed, repeats an edit rejected alone or
-copies the prompt's own wording back (echo.py) is dropped, and returned with its reason (DroppedEdit) so the run's record keeps it.
+copies the prompt's own wording back (echo.py) is dropped, and returned with its reason
+(DroppedEdit) so the run's record keeps it.
 """
 from __future__ import annotations
 
