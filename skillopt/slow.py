@@ -77,10 +77,16 @@ def compare(prev: Sequence[Trajectory], cur: Sequence[Trajectory]) -> Comparison
                       stable_success=tuple(buckets[(True, True)]))
 
 
-def _bullets(obj: object, key: str, limit: int, instructions: str) -> list[str]:
+def _bullets(obj: object, key: str, limit: int, instructions: str = "") -> list[str]:
     """The reply's bullet list, cleaned, less the bullets that copy the prompt's own
-    `instructions` back (a small model fills the example bullet in with its own words for
-    the slots); raises ValueError (-> one repair) when nothing usable is left."""
+    `instructions` back when given (a small model fills the example bullet in with its own
+    words for the slots); raises ValueError (-> one repair) when nothing usable is left.
+
+    The slow update gives none: its guidance reaches the target, and the gate is its judge. In
+    the word-problems run at b04267d a guidance block that copied this prompt's example bullet
+    was kept 6-1 on selection and is in the best skill; an echo filter would have dropped it
+    unmeasured. The meta notes only reach the optimizer, which gains nothing from its own
+    prompt read back."""
     if not isinstance(obj, dict) or not isinstance(obj.get(key), list):
         raise ValueError(f"expected {{\"{key}\": [\"...\", ...]}}")
     out = []
@@ -145,11 +151,10 @@ def slow_update(optimizer, *, skill: str, previous_skill: str, comparison: Compa
             regressed_cases=_cases(comparison.regressed, cur, skill, shape),
             failing_cases=_cases(comparison.persistent_failure, cur, skill, shape), skill=_skill_view(skill, shape))
 
-    instructions = fixed_text("slow_update")
     _, bullets, reply = complete_fitted(optimizer, window.ladder(CASE_CHARS, EXAMPLES), build, describe=_slow_note,
                                         stage="slow_update", step=step,
                                         schema=_schema("slow_update", "guidance", MAX_BULLETS),
-                                        validate=lambda obj: _bullets(obj, "guidance", MAX_BULLETS, instructions))
+                                        validate=lambda obj: _bullets(obj, "guidance", MAX_BULLETS))
     if bullets is None:
         return SlowResult(guidance=old, skill=skill, ok=False,
                           error=reply.error or f"epoch {epoch}: unusable slow-update reply")

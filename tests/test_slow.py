@@ -216,25 +216,28 @@ def test_a_meta_update_with_many_long_edits_shows_the_latest_that_fit():
     assert [r.error.split(":")[0] for r in rows.records][:-1] == ["context"] * (len(rows.records) - 1)
 
 
-def test_bullets_that_copy_the_prompt_back_are_left_out_of_the_guidance():
+def test_guidance_that_copies_the_prompt_back_goes_to_the_gate_as_written():
+    # the gate is the slow update's judge: such a block was kept 6-1 on selection in a real run
     echo = ("When a task has the telling detail these cases share, the answer is the expected answer, "
             "because what in the task decides it.")
-    reply = json.dumps({"guidance": [echo, "PO boxes always go postal, because couriers cannot deliver there."]})
-    result = slow_update(scripted(lambda m: reply, "slow-echo"), skill=SKILL, previous_skill=PREVIOUS,
-                         comparison=COMPARISON, prev=[], cur=CUR, step=6, epoch=2)
-    assert result.ok and result.guidance == "- PO boxes always go postal, because couriers cannot deliver there."
+    result = slow_update(scripted(lambda m: json.dumps({"guidance": [echo]}), "slow-echo"), skill=SKILL,
+                         previous_skill=PREVIOUS, comparison=COMPARISON, prev=[], cur=CUR, step=6, epoch=2)
+    assert result.ok and result.guidance == f"- {echo}"
 
 
-def test_a_reply_of_echoes_only_is_asked_again_and_then_keeps_the_old_guidance():
-    skill = with_guidance(SKILL, "- old lesson")
+def test_meta_notes_that_copy_the_prompt_back_are_left_out_and_a_reply_of_echoes_is_asked_again():
+    lesson = "Rules naming words the failing tasks share were kept; rules copied from one case were rejected."
+    echo = "Each a general lesson about proposing edits, kinds of rules, wording, scope, what to avoid."
+    result = meta_update(scripted(lambda m: json.dumps({"notes": [echo, lesson]}), "meta-echo"), meta_skill="",
+                         comparison=COMPARISON, accepted_edits=[], rejected_edits=[], step=6, epoch=2)
+    assert result.ok and result.content == f"- {lesson}"
     calls = []
 
     def reply(messages):
         calls.append(messages)
-        return json.dumps({"guidance": ["For REGRESSED cases, which change broke them and what to do instead.",
-                                        "What fixed cases, in one bullet, so it is kept."]})
+        return json.dumps({"notes": [echo]})
 
-    result = slow_update(scripted(reply, "slow-echo-only"), skill=skill, previous_skill=SKILL,
-                         comparison=COMPARISON, prev=[], cur=CUR, step=6, epoch=2)
-    assert not result.ok and result.skill == skill and result.guidance == "- old lesson"
+    result = meta_update(scripted(reply, "meta-echo-only"), meta_skill="- old note", comparison=COMPARISON,
+                         accepted_edits=[], rejected_edits=[], step=6, epoch=2)
+    assert not result.ok and result.content == "- old note"
     assert len(calls) == 2 and "repeats this prompt's instructions" in calls[1][-1]["content"]
