@@ -237,10 +237,18 @@ GUIDANCE = {
 }
 
 
+def _template(scoring: Scoring | None) -> tuple[str, dict[str, str]]:
+    """The reflection template for `scoring` and its values that are instructions, not data:
+    the grouped template for label answers (and tasks that do not say how they score), the
+    open template with its kind's guidance for every other kind."""
+    if scoring is None or scoring.kind not in GUIDANCE:
+        return "reflect", {}
+    return "reflect_open", {"guidance": GUIDANCE[scoring.kind]}
+
+
 def _messages(scoring: Scoring | None, kind: str, batch: tuple[Trajectory, ...], skill: str, budget: int,
               notes: str, sections: list[str], shape: window.Shape, context: Sequence[Trajectory]) -> list[dict]:
-    """The reflection prompt: the grouped template for label answers (and tasks that do not
-    say how they score), the open template with the scoring rule for every other kind; in
+    """The reflection prompt of `_template(scoring)`, the open one with the scoring rule; in
     `shape` (its cases' length, and how the skill's lines are shown)."""
     limit = shape.case_chars
     header = ("failures: the assistant got these wrong" if kind == "failure"
@@ -249,11 +257,12 @@ def _messages(scoring: Scoring | None, kind: str, batch: tuple[Trajectory, ...],
     shared = "EVERY TASK BELOW ALSO SAYS:\n" + "\n".join(common) + "\n\n" if common else ""
     values = dict(skill=numbered(skill, shape.line_chars), sections="; ".join(f'"{s}"' for s in sections) or "(none)",
                   notes=notes, kind=header, common=shared, budget=budget)
-    if scoring is None or scoring.kind not in GUIDANCE:
-        return prompt_messages("reflect", **values,
+    name, fixed = _template(scoring)
+    if name == "reflect":
+        return prompt_messages(name, **values,
                                cases=_cases_text(batch, limit, skill, common, context if kind == "failure" else ()))
     cases = "\n".join(format_case(n, t, limit, skill, common) for n, t in enumerate(batch, 1))
-    return prompt_messages("reflect_open", **values, cases=cases, guidance=GUIDANCE[scoring.kind],
+    return prompt_messages(name, **values, **fixed, cases=cases,
                            scoring=scoring.description.rstrip(".") or "read the Feedback of each case")
 
 
@@ -261,11 +270,8 @@ def _instructions(scoring: Scoring | None, batch: Sequence[Trajectory]) -> str:
     """What an edit copied back from the prompt would be made of: the fixed wording of the
     template `_messages` picks for `scoring`, and the lines every task of the batch already
     says (the target reads those with each task, so the skill restating them adds nothing)."""
-    if scoring is None or scoring.kind not in GUIDANCE:
-        fixed = fixed_text("reflect")
-    else:
-        fixed = fixed_text("reflect_open", guidance=GUIDANCE[scoring.kind])
-    return "\n\n".join([fixed, *common_lines([t.prompt for t in batch])])
+    name, fixed = _template(scoring)
+    return "\n\n".join([fixed_text(name, **fixed), *common_lines([t.prompt for t in batch])])
 
 
 def _reflect_one(optimizer, index: int, kind: str, batch: tuple[Trajectory, ...], skill: str, budget: int,
