@@ -11,6 +11,9 @@ Used by bench/dashboard.py. For every page (Home, New run and the seven run page
 - rerender: the same URL opened again in that context (the front end in the browser's cache,
   the server's data caches warm): what a user pays to come back to a page.
 
+Each page is measured REPEATS times on as many fresh servers, the pages taking turns; the
+figures are the medians, and every sample is saved beside them.
+
 A render ends at the last change to the page's DOM (a MutationObserver installed before the
 page's own scripts) once Streamlit's status widget is gone, the script has stopped and nothing
 changes for QUIET_MS; the time is counted from the navigation's start (performance.now()). The
@@ -23,6 +26,7 @@ browser figures "not measured", never a failure of the rest of the bench.
 """
 from __future__ import annotations
 
+import statistics
 import sys
 import tempfile
 import time
@@ -34,6 +38,7 @@ PAGES = {"Home": "app", "New run": "1_New_run", "Monitor": "2_Monitor", "Skill e
          "Rollouts": "7_Rollouts", "Compare runs": "8_Compare_runs"}
 FIRST_TARGET_S, RERENDER_TARGET_S = 2.0, 1.0
 QUIET_MS = 500
+REPEATS = 3  # fresh servers per page: one sample of a first render varied by up to 0.5 s on 2 cores
 LIMIT_S = 120  # longest a render may take before the bench gives up on the page
 
 BEAT_MS, LATE_MS = 50, 150  # the heartbeat's period; a beat this late means the thread was busy
@@ -91,36 +96,57 @@ def visit(page, url: str) -> float:
     return seconds
 
 
-def measure(db: Path, run_id: str) -> dict[str, tuple[float, float]]:
-    """page -> (first render s, rerender s), each page on a server of its own."""
+def once(browser, db: Path, run_id: str, page_file: str, log: Path) -> tuple[float, float]:
+    """(first render s, rerender s) of one page on a server of its own."""
+    import browser_util
+
+    dash = browser_util.start_dashboard(db, log)
+    try:
+        context = browser.new_context(viewport=browser_util.VIEWPORT)
+        context.add_init_script(OBSERVE_JS)
+        page = context.new_page()
+        url = dash.page_url(page_file, run_id)
+        times = visit(page, url), visit(page, url)
+        context.close()
+        return times
+    finally:
+        browser_util.stop_process(dash.proc)
+
+
+def measure(db: Path, run_id: str, repeats: int = REPEATS,
+            pages: tuple[str, ...] = tuple(PAGES)) -> dict[str, list[tuple[float, float]]]:
+    """page -> `repeats` (first render s, rerender s) samples, each on a fresh server. The
+    pages take turns (round-robin), so a burst of load on the machine spreads over all of them."""
     from playwright.sync_api import sync_playwright
 
     import browser_util
 
-    times = {}
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in pages}
     with tempfile.TemporaryDirectory(prefix="skillopt-bench-logs-") as logs, sync_playwright() as pw:
         browser = browser_util.launch_browser(pw)
         try:
-            for name, page_file in PAGES.items():
-                dash = browser_util.start_dashboard(db, Path(logs) / f"{page_file}.log")
-                try:
-                    context = browser.new_context(viewport=browser_util.VIEWPORT)
-                    context.add_init_script(OBSERVE_JS)
-                    page = context.new_page()
-                    url = dash.page_url(page_file, run_id)
-                    times[name] = (visit(page, url), visit(page, url))
-                    context.close()
-                finally:
-                    browser_util.stop_process(dash.proc)
-                first, again = times[name]
-                print(f"  {name:<16} first {first:6.2f} s   rerender {again:6.2f} s", flush=True)
+            for rep in range(repeats):
+                for name in pages:
+                    samples[name].append(once(browser, db, run_id, PAGES[name], Path(logs) / f"{rep}-{PAGES[name]}.log"))
+            for name, runs in samples.items():
+                first, again = median(runs)
+                print(f"  {name:<16} first {first:6.2f} s   rerender {again:6.2f} s   (median of {len(runs)}; first "
+                      f"{' '.join(f'{f:.2f}' for f, _ in runs)}; rerender {' '.join(f'{r:.2f}' for _, r in runs)})",
+                      flush=True)
         finally:
             browser.close()
-    return times
+    return samples
 
 
-def figures(times: dict[str, tuple[float, float]]) -> dict:
+def median(runs: list[tuple[float, float]]) -> tuple[float, float]:
+    return statistics.median(f for f, _ in runs), statistics.median(r for _, r in runs)
+
+
+def figures(samples: dict[str, list[tuple[float, float]]]) -> dict:
+    times = {name: median(runs) for name, runs in samples.items()}
     return {"browser_first_s": {name: round(first, 3) for name, (first, _) in times.items()},
             "browser_rerender_s": {name: round(again, 3) for name, (_, again) in times.items()},
+            "browser_samples": {name: [[round(f, 3), round(r, 3)] for f, r in runs] for name, runs in samples.items()},
+            "browser_repeats": min(len(runs) for runs in samples.values()),
             "browser_first_target_s": FIRST_TARGET_S, "browser_rerender_target_s": RERENDER_TARGET_S,
             "browser_met": all(f < FIRST_TARGET_S and r < RERENDER_TARGET_S for f, r in times.values())}

@@ -276,7 +276,15 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the temporary database and print its path")
     ap.add_argument("--no-save", action="store_true", help="do not overwrite bench/results/dashboard.json")
     ap.add_argument("--no-browser", action="store_true", help="skip the headless chromium measurements")
+    ap.add_argument("--repeats", type=int, default=browser_render.REPEATS,
+                    help="fresh servers per page in the browser (the figure is their median)")
+    ap.add_argument("--pages", help="comma-separated page names to measure in the browser (implies --no-save)")
     args = ap.parse_args()
+    pages = tuple(p.strip() for p in args.pages.split(",")) if args.pages else tuple(browser_render.PAGES)
+    unknown = [p for p in pages if p not in browser_render.PAGES]
+    if unknown or args.repeats < 1:
+        raise SystemExit(f"unknown page(s) {unknown}; pages are {', '.join(browser_render.PAGES)}" if unknown
+                         else "--repeats must be at least 1")
     tmp = tempfile.mkdtemp(prefix="skillopt-bench-")
     db = Path(args.db) if args.db else Path(tmp) / "dashboard.db"
     if db.exists():
@@ -302,7 +310,7 @@ def main() -> None:
     else:
         print(f"\nheadless chromium (targets: first < {browser_render.FIRST_TARGET_S} s, "
               f"rerender < {browser_render.RERENDER_TARGET_S} s):")
-        browser = browser_render.figures(browser_render.measure(db, run_id))
+        browser = browser_render.figures(browser_render.measure(db, run_id, args.repeats, pages))
     if args.keep or args.db:
         print(f"database kept: {db}")
     else:
@@ -314,7 +322,7 @@ def main() -> None:
                          "first_render_s": {name: round(first, 3) for name, (first, _) in times.items()},
                          "steps": args.steps, "build_s": round(built, 1), "target_s": TARGET_S,
                          "met": all(second < TARGET_S for _, second in times.values()), **browser},
-           save=not args.no_save)
+           save=not (args.no_save or args.pages))
 
 
 if __name__ == "__main__":

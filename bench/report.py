@@ -146,7 +146,8 @@ def browser_row(results: dict) -> str:
             or again[page] >= f["browser_rerender_target_s"]]
     return (f"| dashboard in a browser | {command(result, 'python bench/dashboard.py')} | headless chromium, same "
             f"{f['rollout_rows']:,}-row store; until the status widget is gone and nothing changes for 500 ms "
-            f"(first render on a server that served no page yet, in a fresh context / rerender in that context): "
+            f"(first render on a server that served no page yet, in a fresh context / rerender in that context"
+            f"{f', medians of {n} fresh servers per page' if (n := f.get('browser_repeats', 1)) > 1 else ''}): "
             f"{pages} | {target}: {verdict(f['browser_met'], 'over: ' + ', '.join(slow))} | {when(result)} |")
 
 

@@ -21,6 +21,7 @@ from skillopt.config import field_help  # noqa: E402
 from skillopt.errors import UserError  # noqa: E402
 from skillopt.tasks.loader import BUILTIN_DIR, list_tasks, load_task  # noqa: E402
 from skillopt.ui import forms  # noqa: E402
+from skillopt.ui import table  # noqa: E402
 from skillopt.ui import uploads  # noqa: E402
 from skillopt.ui.common import db, show_markdown, show_text  # noqa: E402
 
@@ -71,7 +72,7 @@ if source == "Upload JSONL / CSV":
             show_text("\n".join(problems[:50]), language="text")
         else:
             st.success(f"{len(rows)} items ready to import; fields: {', '.join(mapping)}.")
-            st.dataframe(rows[:20], hide_index=True, width="stretch")
+            table.show(rows[:20])
             n1, n2 = st.columns(2)
             name = n1.text_input("Task name", value=Path(upload.name).stem)
             ratio = n2.text_input("Split ratio train:selection:test", value="2:1:7")

@@ -19,6 +19,7 @@ from skillopt import launcher  # noqa: E402
 from skillopt import process  # noqa: E402
 from skillopt.vocabulary import LIVE_STATUSES  # noqa: E402
 from skillopt.ui import monitor as mon  # noqa: E402
+from skillopt.ui import table  # noqa: E402
 from skillopt.ui.common import cached, db, lazy_expander, pick_run, reader, show_text, simulated_banner  # noqa: E402
 from skillopt.ui.common import view  # noqa: E402
 from skillopt.ui.plotting import plain_lines  # noqa: E402
@@ -189,9 +190,8 @@ def charts(r: dict) -> None:
         st.plotly_chart(view(budget_figure, run_id, r["config"], total), key="budget")
     with u:
         st.markdown("**Calls, tokens and cost per stage**")
-        st.dataframe(mon.usage_frame(cached("usage_by_stage", run_id) or []), hide_index=True, width="stretch",
-                     column_config={"cost $": st.column_config.NumberColumn(format="$%.4f"),
-                                    "model time s": st.column_config.NumberColumn(format="%.1f")})
+        table.show(mon.usage_frame(cached("usage_by_stage", run_id) or []),
+                   {"cost $": "$%.4f", "model time s": "%.1f"})
         st.caption(mon.tokens_caption(cached("usage", run_id) or {}))
 
 
@@ -199,7 +199,7 @@ def activity(r: dict, usage: dict) -> None:
     e, x = st.columns(2)
     with e:
         st.markdown("**Recent events**")
-        st.dataframe(mon.events_table(cached("events", run_id, 30) or []), hide_index=True, width="stretch")
+        table.show(mon.events_table(cached("events", run_id, 30) or []))
     with x:
         faults = cached("call_faults", run_id, FAULTS_SHOWN) or []
         st.markdown(mon.faults_heading(usage))
@@ -210,7 +210,7 @@ def activity(r: dict, usage: dict) -> None:
             if r.get("simulated"):
                 st.caption("The simulated models inject faults on purpose (malformed replies, retries) to show "
                            "how the engine copes; the **cause** column says so.")
-            st.dataframe(mon.faults_table(faults), hide_index=True, width="stretch")
+            table.show(mon.faults_table(faults))
         else:
             st.caption("None.")
 

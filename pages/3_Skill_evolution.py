@@ -7,6 +7,7 @@ import streamlit as st  # noqa: E402  (setup() must be the first Streamlit call 
 
 from skillopt.ui import diffview  # noqa: E402
 from skillopt.ui import evolution as evo  # noqa: E402
+from skillopt.ui import table  # noqa: E402
 from skillopt.ui.common import cached, is_live, lazy_expander, pick_run, show_text, simulated_banner  # noqa: E402
 from skillopt.ui.common import view, windowed  # noqa: E402
 
@@ -48,7 +49,8 @@ def timeline() -> None:
     st.plotly_chart(view(timeline_figure, run_id, best_step), width="stretch")
     with (box := lazy_expander(f"All {len(fresh)} stored versions", "evo_versions")):
         if box.open:  # a 500-step run stores 1,000 versions: a table sent only when asked for
-            st.dataframe(windowed(evo.versions_frame(fresh), "evo_all_versions"), hide_index=True, width="stretch")
+            shown = windowed(evo.versions_frame(fresh), "evo_all_versions")
+            table.show(shown, height=table.scrolled(len(shown)))
 
 
 def edit_card(e: dict, approval: dict | None, step_row: dict | None) -> None:
@@ -136,12 +138,9 @@ def blame_tab() -> None:
     st.caption(evo.blame_caption(lines, best_step))
     if evo.edited_caption(lines, edited):
         st.caption(evo.edited_caption(lines, edited))
-    st.dataframe(evo.blame_frame(lines, applied, all_steps, edited), hide_index=True, width="stretch",
-                 height=min(800, 38 + 35 * len(lines)),
-                 column_config={"text": st.column_config.TextColumn(width="large"),
-                                "effect": st.column_config.TextColumn(
-                                    help="what the gate measured of the edit that wrote the line; a step's "
-                                         "edits judged together are not attributed one by one")})
+    table.show(evo.blame_frame(lines, applied, all_steps, edited), height=table.scrolled(len(lines)))
+    st.caption("A line's **effect** is what the gate measured of the edit that wrote it; a step's edits judged "
+               "together are not attributed one by one.")
     st.download_button("Download the best skill", data=best_text, file_name=f"best_skill_{run_id}.md",
                        mime="text/markdown", key="dl_best")
 

@@ -7,6 +7,7 @@ import streamlit as st  # noqa: E402
 
 from skillopt.ui import evolution as evo  # noqa: E402
 from skillopt.ui import gate_timeline as gt  # noqa: E402
+from skillopt.ui import table  # noqa: E402
 from skillopt.ui.common import cached, is_live, pick_run, simulated_banner, view, windowed  # noqa: E402
 
 st.title("Gate timeline")
@@ -31,9 +32,8 @@ def timeline() -> None:
         return
     st.plotly_chart(view(timeline_figure, run_id, config.get("gate_metric", "hard")), width="stretch")
     st.caption(gt.counts_caption(steps, gates, config.get("gate_mode", "?")))
-    st.dataframe(windowed(gt.decisions_frame(steps, gates), "decisions_all"), hide_index=True, width="stretch",
-                 column_config={"margin": st.column_config.NumberColumn(format="%+.3f"),
-                                "p-value": st.column_config.NumberColumn(format="%.3f")})
+    decisions = windowed(gt.decisions_frame(steps, gates), "decisions_all")
+    table.show(decisions, {"margin": "%+.3f", "p-value": "%.3f"}, height=table.scrolled(len(decisions)))
 
 
 st.fragment(run_every=3 if is_live(run) else None)(timeline)()
@@ -51,7 +51,7 @@ else:
         st.caption("No selection item changed its result at this step.")
     else:
         items = cached("items_by_ids", run_id, [f[0] for f in flips]) or []
-        st.dataframe(gt.flips_frame(flips, items), hide_index=True, width="stretch")
+        table.show(gt.flips_frame(flips, items))
 
 st.subheader("Edits of a step")
 if not steps:
@@ -64,13 +64,10 @@ else:
     else:  # dropped edits too: each with its reason in "why"; an edit a person rewrote shows both texts
         by_edit = evo.approvals_by_edit(cached("approvals", run_id, edit_step) or [], edits)
         step_row = next((s for s in steps if s["step"] == edit_step), None)
-        st.dataframe(gt.edits_frame(edits, step_row, by_edit), hide_index=True, width="stretch",
-                     column_config={"content": st.column_config.TextColumn(width="large"),
-                                    "effect": st.column_config.TextColumn(
-                                        help="what the gate measured of this edit; the edits of a candidate are "
-                                             "judged together unless the engine attributed the result to one")})
-        st.caption("An edit's **effect** is measured alone only when it was its step's only edit or the engine "
-                   "attributed the gate's result to it; otherwise the table says it was not attributed.")
+        table.show(gt.edits_frame(edits, step_row, by_edit))
+        st.caption("An edit's **effect** is what the gate measured of it: measured alone only when it was its "
+                   "step's only edit or the engine attributed the gate's result to it; otherwise the table says "
+                   "it was not attributed.")
 
 st.subheader("Rejected-edit buffer")
 scope = config.get("rejected_buffer_scope", "epoch")
@@ -86,4 +83,4 @@ else:
     if not buffer:
         st.info(f"The buffer was empty at step {at}.")
     else:
-        st.dataframe(gt.buffer_frame(buffer), hide_index=True, width="stretch")
+        table.show(gt.buffer_frame(buffer))

@@ -8,6 +8,7 @@ import streamlit as st  # noqa: E402
 from skillopt.ui import diffview  # noqa: E402
 from skillopt.ui import gate_timeline as gt  # noqa: E402
 from skillopt.ui import slow_updates as su  # noqa: E402
+from skillopt.ui import table  # noqa: E402
 from skillopt.ui.common import cached, is_live, pick_run, show_text, simulated_banner  # noqa: E402
 
 
@@ -41,7 +42,7 @@ def compared_items(u: dict) -> None:
             ids = su.class_ids(u, key)
             st.caption(f"{label}: items that {meaning}.")
             if ids:
-                st.dataframe(item_table(u["step"], ids), hide_index=True, width="stretch")
+                table.show(item_table(u["step"], ids))
             else:
                 st.caption("None.")
 
@@ -77,7 +78,7 @@ if not updates:
     st.stop()
 
 st.caption(su.settings_caption(updates, config))
-st.dataframe(su.summary_frame(updates), hide_index=True, width="stretch")
+table.show(su.summary_frame(updates))
 
 gates = {g["step"]: g for g in gt.slow_gates(cached("gate_decisions", run_id) or [])}
 # Only the open epoch's tab is built (it opens on the latest): a 50-epoch run drew 50 epochs'

@@ -18,6 +18,7 @@ setup("Approvals", icon=":material/front_hand:")
 
 from skillopt.ui import approvals  # noqa: E402
 from skillopt.ui import monitor as mon  # noqa: E402
+from skillopt.ui import table  # noqa: E402
 from skillopt.ui.labels import approval_edit_number  # noqa: E402
 from skillopt.ui.common import db, pick_run, reader, show_text, simulated_banner  # noqa: E402
 from skillopt.vocabulary import LIVE_STATUSES  # noqa: E402
@@ -85,7 +86,7 @@ def edit_card(run_id: str, step: int, row: dict, others_pending: bool) -> None:
         trajs = approvals.motivating_trajectories(reader(), run_id, step, edit)
         with st.expander(f"Trajectories that motivated it ({len(trajs)})"):
             if trajs:
-                st.dataframe(trajs, hide_index=True, width="stretch")
+                table.show(trajs, height=table.scrolled(len(trajs)))
             else:
                 st.caption("No recorded trajectories for this edit's minibatches.")
         if status != "pending":
@@ -149,6 +150,5 @@ else:
 
 if history:
     st.subheader("Decisions so far, and the gate's verdict")
-    st.dataframe(approvals.history_table(history, r.steps(run_id)), hide_index=True, width="stretch",
-                 column_config={"selection before": st.column_config.NumberColumn(format="%.3f"),
-                                "selection with the edits": st.column_config.NumberColumn(format="%.3f")})
+    table.show(approvals.history_table(history, r.steps(run_id)),
+               {"selection before": "%.3f", "selection with the edits": "%.3f"})

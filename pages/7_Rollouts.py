@@ -18,6 +18,7 @@ from skillopt.tasks.task import SPLITS  # noqa: E402
 from skillopt.ui import flips  # noqa: E402
 from skillopt.ui import gate_timeline as gt  # noqa: E402
 from skillopt.ui import rollouts as ro  # noqa: E402
+from skillopt.ui import table as static  # noqa: E402  (the page names its rows `table`)
 from skillopt.ui import testview as tv  # noqa: E402
 from skillopt.store.pins import pinned_file  # noqa: E402
 from skillopt.ui.common import cached, db, is_live, lazy_expander, pick_run, reader, show_text  # noqa: E402
@@ -72,8 +73,8 @@ def test_split() -> None:
         table = tv.confusion(best if which == "best" else seed, labels)
         c1, c2 = st.columns([3, 2])
         c1.plotly_chart(tv.confusion_figure(table, which), key="confusion")
-        c2.dataframe(tv.per_label(table), hide_index=True, width="stretch",
-                     column_config={"accuracy": st.column_config.NumberColumn(format="%.2f")})
+        with c2:
+            static.show(tv.per_label(table), {"accuracy": "%.2f"})
     st.dataframe(frame, hide_index=True, width="stretch", key="seed_vs_best",
                  column_config={"seed": st.column_config.NumberColumn("seed hard", format="%.0f"),
                                 "best": st.column_config.NumberColumn("best hard", format="%.0f")})

@@ -14,6 +14,7 @@ setup("Compare runs", icon=":material/compare_arrows:")
 
 from skillopt.ui import compare  # noqa: E402
 from skillopt.ui import diffview  # noqa: E402
+from skillopt.ui import table  # noqa: E402
 from skillopt.ui.common import NO_RUNS, cached, current_run_id, run_label  # noqa: E402
 
 runs = cached("runs") or []
@@ -44,16 +45,14 @@ curves = {label + (" · SIMULATED" if r["simulated"] else ""):
 st.plotly_chart(compare.compare_chart(curves), key="compare")
 
 st.subheader("Calls, tokens, time and cache hits")
-st.dataframe(compare.costs_frame(full, [cached("usage", r["id"]) or {} for r in full], labels), width="stretch")
+table.show(compare.costs_frame(full, [cached("usage", r["id"]) or {} for r in full], labels), index=True)
 
 st.subheader("Parameters")
 frame, differing = compare.params_frame(full, labels)
 only = st.toggle("Only keys that differ", value=len(chosen) > 1 and bool(differing))
 shown = frame.loc[differing] if only else frame
 st.caption(f"{len(differing)} of {len(frame)} keys differ" + (" (highlighted)" if not only else ""))
-st.dataframe(shown.style.apply(lambda row: ["background-color: rgba(255, 196, 0, .25)" if row.name in differing
-                                            else "" for _ in row], axis=1),
-             width="stretch", height=min(36 * (len(shown) + 1) + 4, 700))
+table.show(shown, index=True, highlight=differing, height=table.scrolled(len(shown)))
 
 st.subheader("Best skills")
 if len(chosen) < 2:

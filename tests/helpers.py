@@ -137,3 +137,53 @@ class Reply:
 
     def __init__(self, text: str = "", error: str = ""):
         self.text, self.error = text, error
+
+
+
+def tables(at) -> list:
+    """The static tables (skillopt.ui.table) an AppTest page shows, in page order, each as a
+    DataFrame of the text its cells show (row labels as the index where the table has them)."""
+    return [table_frame(h.proto.body) for h in at.get("html") if 'class="skillopt-table"' in h.proto.body]
+
+
+def table_frame(markup: str):
+    """A skillopt.ui.table HTML table read back as the text a browser shows in each cell."""
+    from html.parser import HTMLParser
+
+    import pandas as pd
+
+    class Cells(HTMLParser):
+        def __init__(self):
+            super().__init__(convert_charrefs=True)
+            self.head, self.rows, self.labels, self.cell, self.in_head, self.row_label = [], [], [], None, False, False
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "thead":
+                self.in_head = True
+            elif tag == "tr" and not self.in_head:
+                self.rows.append([])
+            elif tag in ("td", "th"):
+                self.cell, self.row_label = "", ("scope", "row") in attrs
+            elif tag == "br" and self.cell is not None:
+                self.cell += "\n"
+
+        def handle_endtag(self, tag):
+            if tag == "thead":
+                self.in_head = False
+            elif tag in ("td", "th") and self.cell is not None:
+                if self.in_head:
+                    self.head.append(self.cell)
+                elif self.row_label:
+                    self.labels.append(self.cell)
+                else:
+                    self.rows[-1].append(self.cell)
+                self.cell = None
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell += data
+
+    parser = Cells()
+    parser.feed(markup)
+    columns = parser.head[1:] if parser.labels else parser.head
+    return pd.DataFrame(parser.rows, columns=columns, index=parser.labels or None)

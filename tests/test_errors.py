@@ -21,7 +21,7 @@ from skillopt.rollout import Batch, Evaluator
 from skillopt.store.reader import Reader
 from skillopt.tasks.task import Evaluation, Item, Trajectory
 from skillopt.validation import Validator
-from tests.helpers import run_sim, write_task
+from tests.helpers import run_sim, tables, write_task
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ("num_epochs=2", "max_steps_per_epoch=2", "batch_size=16", "slow_update_samples=8",
@@ -264,7 +264,7 @@ def open_page(monkeypatch, page: str, db: Path, run_id: str):
 def test_the_dashboard_says_why_the_gate_refused_and_the_run_is_incomplete(broken_run, monkeypatch):
     db, run_id = broken_run
     at = open_page(monkeypatch, "pages/4_Gate_timeline.py", db, run_id)
-    table = at.dataframe[0].value
+    table = tables(at)[0]
     reasons = list(table[table["kind"] == "step"]["reason"])
     assert reasons and all(r.startswith("incomplete: model errors on") for r in reasons)
     at = open_page(monkeypatch, "pages/2_Monitor.py", db, run_id)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.helpers import run_sim
+from tests.helpers import run_sim, tables
 from skillopt.store import export
 from skillopt.models import llm, sim, sim_optimizer, simworld
 from skillopt.models.jsonreply import extract_json
@@ -242,14 +242,15 @@ def test_monitor_shows_model_call_errors_and_notes_apart(flaky_store, monkeypatc
     assert 0 < usage["errors"] < usage["notes"]  # most faults were survived: notes, not errors
     heading = [m.value for m in at.markdown if m.value.startswith("**Model call faults**")]
     assert heading == [f"**Model call faults** · {usage['errors']:,} error(s) · {usage['notes']:,} note(s)"]
-    tables = [d.value for d in at.dataframe]
-    shown = next(t for t in tables if "note" in t.columns and "attempts" in t.columns)
+    shown_tables = tables(at)
+    shown = next(t for t in shown_tables if "note" in t.columns and "attempts" in t.columns)
     latest = reader.call_faults(run_id, 20)
     assert list(shown["error"]) == [c["error"] for c in latest]
     assert list(shown["note"]) == [c["note"] for c in latest]
     assert any(n and not e for e, n in zip(shown["error"], shown["note"]))  # a survived fault: a note only
-    by_stage = next(t for t in tables if "errors" in t.columns)
-    assert (int(by_stage["errors"].sum()), int(by_stage["notes"].sum())) == (usage["errors"], usage["notes"])
+    by_stage = next(t for t in shown_tables if "errors" in t.columns)
+    assert (by_stage["errors"].astype(int).sum(), by_stage["notes"].astype(int).sum()) == (usage["errors"],
+                                                                                          usage["notes"])
 
 
 # ---- faults of the simulated models ---------------------------------------------------------------

@@ -14,6 +14,7 @@ from skillopt import runner
 from skillopt.config import load_config
 from skillopt.store.reader import Reader
 from skillopt.store.writer import Store
+from tests.helpers import tables
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGE = "pages/6_Approvals.py"
@@ -104,8 +105,8 @@ def test_decisions_from_the_page_drive_the_run(approval_run):
     # The trajectories shown for a failure edit are the step's failed train rollouts of its minibatches.
     failures = {i for mb in reader.reflections(RUN_ID, 1) if mb["kind"] == "failure"
                 for i in json.loads(mb["item_ids"])}
-    shown = at.dataframe[0].value
-    assert len(shown) and set(shown["item"]) <= failures and (shown["hard"] < 1).all()
+    shown = tables(at)[0]
+    assert len(shown) and set(shown["item"]) <= failures and (shown["hard"].astype(float) < 1).all()
 
     at.button(key="approve-all-1").click().run()
     assert not at.exception
@@ -151,9 +152,9 @@ def test_decisions_from_the_page_drive_the_run(approval_run):
 
     at = page(RUN_ID)
     assert any("Nothing waits for approval" in s.value for s in at.success)
-    history = at.dataframe[0].value
-    assert list(history["step"]) == [1, 2]
-    assert history.set_index("step").loc[2, "edited"] == 1 and history.set_index("step").loc[2, "rejected"] == 1
+    history = tables(at)[0]
+    assert list(history["step"]) == ["1", "2"]
+    assert history.set_index("step").loc["2", "edited"] == "1" and history.set_index("step").loc["2", "rejected"] == "1"
 
 
 def test_runs_without_approval_mode_say_so(sim_db_env):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.helpers import run_sim
+from tests.helpers import run_sim, tables
 from skillopt.store.reader import Reader
 from skillopt.ui import compare
 
@@ -57,7 +57,7 @@ def test_two_runs_overlaid_with_params_and_skill_diff(two_runs, monkeypatch):
         assert "SIMULATED" in next(label for label in curves if label.startswith(name))
 
     # What each run spent, side by side.
-    costs = at.dataframe[0].value
+    costs = tables(at)[0]
     for run_id, column in zip((a, b), costs.columns):
         usage = reader.usage(run_id)
         assert costs.loc["target calls", column] == f"{usage['target_calls']:,}"
@@ -68,12 +68,12 @@ def test_two_runs_overlaid_with_params_and_skill_diff(two_runs, monkeypatch):
     colours = [t["line"]["color"] for t in spec["data"]]
     assert len(set(colours)) == 2
 
-    params = at.dataframe[1].value
+    params = tables(at)[1]
     assert {"num_epochs", "lr_scheduler"} <= set(params.index)  # only differing keys by default
     assert "batch_size" not in params.index and "seed" not in params.index
     assert list(params.loc["num_epochs"]) == ["1", "2"]
     at.toggle[0].set_value(False).run()
-    assert "batch_size" in at.dataframe[1].value.index
+    assert "batch_size" in tables(at)[1].index
 
     best_a, best_b = reader.best_skill(a), reader.best_skill(b)
     assert best_a != best_b

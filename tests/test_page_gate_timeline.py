@@ -8,7 +8,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from tests.helpers import run_sim
+from tests.helpers import run_sim, tables
 from skillopt.store.reader import Reader
 from skillopt.vocabulary import DROP_REASONS
 
@@ -67,7 +67,7 @@ def test_one_point_per_step_with_its_decision(sim_db_env, monkeypatch):
     gated = next(g for g in gates if g["kind"] == "step")
     hovers = [h for t in step_traces for h in t["hovertext"] if h.startswith(f"<b>step {gated['step']} ")]
     assert f"margin {gated['margin']:+.3f}" in hovers[0] and f"flipped {len(json.loads(gated['flipped_json']))}" in hovers[0]
-    table = at.dataframe[0].value
+    table = tables(at)[0]
     trials = [g for g in gates if g["kind"] == "examples"]
     assert len(table) == len(steps) + len(slow) + len(trials)
     assert list(table[table["kind"] == "step"]["decision"]) == [s["decision"] for s in steps]
@@ -82,7 +82,7 @@ def test_flipped_items_of_a_step(sim_db_env, monkeypatch):
     step = at.selectbox(key="flip_step").value
     flips = json.loads(gate[step]["flipped_json"])
     assert flips
-    frame = at.dataframe[1].value
+    frame = tables(at)[1]
     assert list(frame["item"]) == [f[0] for f in flips]
     assert list(frame["change"]) == ["fixed" if f[2] > f[1] else "broken" for f in flips]
     assert all(frame["input"].str.len() > 0)
@@ -102,14 +102,14 @@ def test_rejected_buffer_as_it_stood(rejecting_run, monkeypatch):
     at.select_slider(key="buffer_step").set_value(later_same_epoch[-1]).run()
     assert not at.exception
     expected = [b for b in buffer if b["step"] < later_same_epoch[-1] and b["epoch"] == first["epoch"]]
-    frame = at.dataframe[-1].value
-    assert list(frame["step"]) == [b["step"] for b in expected]
+    frame = tables(at)[-1]
+    assert list(frame["step"]) == [str(b["step"]) for b in expected]
     assert list(frame["content"]) == [json.loads(b["edit_json"])["content"] for b in expected]
     # At the rejected step itself its own rejection is not in the buffer yet.
     at.select_slider(key="buffer_step").set_value(first["step"]).run()
     earlier = [b for b in buffer if b["step"] < first["step"] and b["epoch"] == epoch_of[first["step"]]]
     if earlier:
-        assert len(at.dataframe[-1].value) == len(earlier)
+        assert len(tables(at)[-1]) == len(earlier)
     else:
         assert any(f"empty at step {first['step']}" in i.value for i in at.info)
     # Scope "epoch": the next epoch starts with an empty buffer.
@@ -120,7 +120,7 @@ def test_rejected_buffer_as_it_stood(rejecting_run, monkeypatch):
 
 
 def _frame_with(at: AppTest, column: str):
-    return next(d.value for d in at.dataframe if column in d.value.columns)
+    return next(t for t in tables(at) if column in t.columns)
 
 
 def test_edits_of_a_step_list_dropped_edits_with_their_reason(sim_db_env, monkeypatch):
@@ -135,7 +135,7 @@ def test_edits_of_a_step_list_dropped_edits_with_their_reason(sim_db_env, monkey
     at.selectbox(key="edits_step").set_value(dropped_at[0]).run()
     assert not at.exception
     frame = _frame_with(at, "fate")
-    assert list(frame["edit"]) == [e["idx"] + 1 for e in edits] and list(frame["fate"]) == [e["fate"] for e in edits]
+    assert list(frame["edit"]) == [str(e["idx"] + 1) for e in edits] and list(frame["fate"]) == [e["fate"] for e in edits]
     assert list(frame["why"]) == [e["note"] for e in edits]
     shown = frame[frame["fate"] == "dropped"]
     assert len(shown) and all(w.split(": ", 1)[0] in DROP_REASONS for w in shown["why"])
@@ -181,7 +181,7 @@ def test_run_stopped_before_its_first_step(tmp_path, monkeypatch):
     run_id = run_sim(db, "num_epochs=2", "max_calls=70")  # the budget runs out after the seed is scored
     at = _open(monkeypatch, db, run_id)
     assert any(i.value.startswith("No step has completed yet") for i in at.info)
-    assert not at.get("plotly_chart") and not at.dataframe
+    assert not at.get("plotly_chart") and not tables(at)
 
 
 def test_styles_name_every_decision_of_the_vocabulary():
@@ -279,10 +279,10 @@ def test_worked_examples_trials_are_drawn_listed_and_counted(tmp_path, monkeypat
     assert drawn == {g["step"] + 0.25: f"worked examples: {g['decision']}" for g in trials}
     drawn = {x: t["name"] for t in spec["data"] if t["name"].startswith("reply template: ") for x in t["x"]}
     assert drawn == {template["step"] + 0.25: f"reply template: {template['decision']}"}
-    table = at.dataframe[0].value
+    table = tables(at)[0]
     rows = table[table["kind"] == "worked examples, gated alone"]
-    assert sorted(rows["step"]) == sorted(g["step"] for g in trials)
-    assert list(table[table["kind"] == "reply template, gated alone"]["step"]) == [template["step"]]
+    assert sorted(rows["step"].astype(int)) == sorted(g["step"] for g in trials)
+    assert list(table[table["kind"] == "reply template, gated alone"]["step"]) == [str(template["step"])]
     caption = " ".join(c.value for c in at.caption)
     assert f"worked examples tried {len(trials)}, kept {len(kept)}" in caption
     assert f"reply template {'kept' if template['decision'].startswith('accept') else 'rejected'}" in caption

@@ -20,6 +20,7 @@ from skillopt import process
 from skillopt.store.reader import Reader
 from skillopt.store.writer import Store
 from skillopt.ui import monitor as mon
+from tests.helpers import tables
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGE = "pages/2_Monitor.py"
@@ -88,10 +89,10 @@ def test_completed_run_shows_its_numbers(sim_db_env):
                                            for i in range(run["total_steps"])]
     assert b["edits applied"]["y"] == [s["n_applied"] for s in steps]
 
-    usage_table = at.dataframe[0].value
-    assert usage_table["calls"].sum() == sum(r["calls"] for r in reader.usage_by_stage(run_id))
+    usage_table = tables(at)[0]
+    assert usage_table["calls"].astype(int).sum() == sum(r["calls"] for r in reader.usage_by_stage(run_id))
     assert set(usage_table["stage"]) >= {"rollout", "reflection", "gate", "test"}  # labels, not internal names
-    events = at.dataframe[1].value
+    events = tables(at)[1]
     assert "completed" in set(events["message"])
     labels = {b.label for b in at.button}
     assert "Stop" not in labels and "Resume" not in labels  # a completed run is final
@@ -183,14 +184,14 @@ def test_model_call_faults_show_errors_and_notes_in_their_own_columns(sim_run, t
     errors, notes = before["errors"] + 2, before["notes"] + 2
     assert [m.value for m in at.markdown if m.value.startswith("**Model call faults**")] == [
         f"**Model call faults** · {errors:,} error(s) · {notes:,} note(s)"]
-    faults = next(d.value for d in at.dataframe if "note" in d.value.columns)
+    faults = next(t for t in tables(at) if "note" in t.columns)
     assert list(faults.columns) == ["step", "stage", "role", "model", "attempts", "error", "note", "cause"]
-    causes = {s: c for s, c in zip(faults["step"], faults["cause"]) if s in (98, 99)}  # sim: on purpose
+    causes = {s: c for s, c in zip(faults["step"].astype(int), faults["cause"]) if s in (98, 99)}  # sim: on purpose
     assert causes == {99: "injected by the simulated model", 98: "prompt longer than the model's context"}
     assert [tuple(r) for r in faults[["step", "error", "note"]].head(2).itertuples(index=False)] == [
-        (99, "", "retried: rate_limit: slow down"), (99, "timeout: read timed out", "")]
-    usage_table = at.dataframe[0].value
-    assert (int(usage_table["errors"].sum()), int(usage_table["notes"].sum())) == (errors, notes)
+        ("99", "", "retried: rate_limit: slow down"), ("99", "timeout: read timed out", "")]
+    usage_table = tables(at)[0]
+    assert (usage_table["errors"].astype(int).sum(), usage_table["notes"].astype(int).sum()) == (errors, notes)
 
 
 def _set_live(db: Path, run_id: str, pid: int, host: str | None = None, started_at: float | None = None) -> None:

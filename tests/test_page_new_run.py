@@ -21,6 +21,7 @@ from skillopt.tasks.loader import load_task
 from skillopt.tasks.task import Item
 from skillopt.ui import forms
 from skillopt.ui import uploads
+from tests.helpers import tables
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGE = "pages/1_New_run.py"
@@ -215,7 +216,7 @@ def test_csv_upload_previews_and_imports(tmp_path):
     at.selectbox[1].select("id").run()
     assert at.multiselect[0].value == ["question"]
     assert any("30 items ready to import" in s.value for s in at.success)
-    assert len(at.dataframe[0].value) == 20  # the preview's first rows
+    assert len(tables(at)[0]) == 20  # the preview's first rows
     next(b for b in at.button if b.label == "Import task").click().run()
     assert not at.exception
     folder = tmp_path / "uploads" / "sums"

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from skillopt.store.reader import Reader
 from skillopt.ui import labels
+from tests.helpers import tables
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "7_Rollouts.py")
 
@@ -184,9 +185,9 @@ def test_test_split_confusion_and_seed_vs_best(page):
     step = r.rollout_steps(run_id, "test")[-1]
     best = {x["item_id"]: x for x in r.rollouts(run_id, step, "test", "test_best")}
     seed = {x["item_id"]: x for x in r.rollouts(run_id, step, "test", "test_seed")}
-    per_label = next(d.value for d in at.dataframe if "accuracy" in d.value.columns)
-    assert per_label["items"].sum() == len(best)
-    assert per_label["right"].sum() == sum(x["hard"] >= 1 for x in best.values())  # the diagonal: right answers
+    per_label = next(t for t in tables(at) if "accuracy" in t.columns)
+    assert per_label["items"].astype(int).sum() == len(best)
+    assert per_label["right"].astype(int).sum() == sum(x["hard"] >= 1 for x in best.values())  # the diagonal
     confusion = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
     assert confusion["y"] == list(per_label["label"]) and confusion["x"][-1] == "(no label)"
     items = next(d.value for d in at.dataframe if "change" in d.value.columns)
@@ -198,5 +199,5 @@ def test_test_split_confusion_and_seed_vs_best(page):
     right = items[items["best"] >= 1]
     assert (right["best answer"] == right["expected"]).all()
     at.radio(key="confusion_skill").set_value("seed").run()
-    per_label = next(d.value for d in at.dataframe if "accuracy" in d.value.columns)
-    assert per_label["right"].sum() == sum(x["hard"] >= 1 for x in seed.values())
+    per_label = next(t for t in tables(at) if "accuracy" in t.columns)
+    assert per_label["right"].astype(int).sum() == sum(x["hard"] >= 1 for x in seed.values())

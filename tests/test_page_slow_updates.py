@@ -10,7 +10,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from tests.helpers import run_sim
+from tests.helpers import run_sim, tables
 from skillopt.store.reader import Reader
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "5_Slow_updates.py")
@@ -43,10 +43,10 @@ def test_each_epoch_shows_guidance_tables_gate_and_meta_skill(sim_db_env, monkey
     updates, metas = r.slow_updates(run_id), r.meta_skills(run_id)
     r.close()
     assert len(updates) == 2  # a 3-epoch run: slow updates at the end of epochs 2 and 3
-    summary = at.dataframe[0].value
-    assert list(summary["epoch"]) == [u["epoch"] for u in updates]
+    summary = tables(at)[0]
+    assert list(summary["epoch"]) == [str(u["epoch"]) for u in updates]
     assert list(summary["decision"]) == [u["decision"] for u in updates]
-    assert list(summary["stable successes"]) == [len(json.loads(u["stable_json"])) for u in updates]
+    assert list(summary["stable successes"]) == [str(len(json.loads(u["stable_json"]))) for u in updates]
     epoch_tabs = [t.label for t in at.tabs if t.label.startswith("Epoch ")]
     assert epoch_tabs == [f"Epoch {u['epoch']} · {u['decision']}" for u in updates]
     meta_of = {m["epoch"]: m["content"] for m in metas}
@@ -59,11 +59,11 @@ def test_each_epoch_shows_guidance_tables_gate_and_meta_skill(sim_db_env, monkey
         shown = html.unescape(re.sub(r"<del\b[^>]*>.*?</del>|<[^>]+>", "", diffs[0]))
         assert shown == u["guidance"]
         # Every non-empty comparison class is a table of exactly its items, with their inputs.
-        frames = [d.value for d in at.dataframe[1:]]
+        frames = tables(at)[1:]
         assert [list(f["item"]) for f in frames] == [json.loads(u[key]) for key in CLASSES if json.loads(u[key])]
         for frame in frames:
             assert all(frame["input"].str.len() > 0)
-            assert set(frame["current hard"]) <= {0.0, 1.0}
+            assert set(frame["current hard"]) <= {"0", "1"}
 
 
 def test_opens_on_the_latest_epoch_and_builds_only_that_one(sim_db_env, monkeypatch):
@@ -77,7 +77,7 @@ def test_opens_on_the_latest_epoch_and_builds_only_that_one(sim_db_env, monkeypa
     codes = [c.value for c in at.code]
     assert last["guidance"] in codes and first["guidance"] not in codes  # distinct guidances per epoch
     assert [m.value for m in at.metric if m.label == "After step"] == [str(last["step"])]
-    assert len(at.dataframe) == 1 + sum(bool(json.loads(last[key])) for key in CLASSES)
+    assert len(tables(at)) == 1 + sum(bool(json.loads(last[key])) for key in CLASSES)
 
 
 def test_item_classes_match_both_epochs_results(sim_db_env, monkeypatch):
@@ -90,13 +90,14 @@ def test_item_classes_match_both_epochs_results(sim_db_env, monkeypatch):
              "persistent_json": lambda p, c: p < 1 and c < 1, "stable_json": lambda p, c: p >= 1 and c >= 1}
     checked = 0
     for u in _epochs(at, updates):
-        frames = iter(d.value for d in at.dataframe[1:])  # one table per non-empty class, in page order
+        frames = iter(tables(at)[1:])  # one table per non-empty class, in page order
         for key in CLASSES:
             ids = json.loads(u[key])
             if ids:
                 frame = next(frames)
                 assert list(frame["item"]) == ids
-                assert all(rules[key](p, c) for p, c in zip(frame["previous hard"], frame["current hard"])), key
+                assert all(rules[key](float(p), float(c))
+                           for p, c in zip(frame["previous hard"], frame["current hard"])), key
                 checked += len(ids)
     assert checked > 0
 
@@ -111,7 +112,7 @@ def test_clear_empty_state_with_one_epoch(one_epoch_run, monkeypatch):
     db, run_id = one_epoch_run
     at = _open(monkeypatch, db, run_id)
     assert any("This run has 1 epoch." in i.value and "end of epoch 2" in i.value for i in at.info)
-    assert not at.dataframe and not at.tabs
+    assert not tables(at) and not at.tabs
 
 
 def test_run_stopped_before_its_first_slow_update(tmp_path, monkeypatch):

@@ -119,8 +119,17 @@ def _cached(path: str, version: tuple[int, int] | None, method: str, *args):
 # ?run=, so without it every page would open the newest run instead of the one being read.
 RUN_KEY = "skillopt_run"
 # Metric labels wrap instead of being cut with an ellipsis on narrow screens (1024 px and a sidebar).
+# Static tables (skillopt.ui.table) look like the grid's: thin row rules, a bold header, a
+# marked row tinted; colours that read on the light and the dark theme alike.
 _CSS = ("<style>[data-testid='stMetricLabel'] p, [data-testid='stMetricLabel'] div"
-        "{white-space:normal!important;overflow:visible!important;text-overflow:clip!important}</style>")
+        "{white-space:normal!important;overflow:visible!important;text-overflow:clip!important}"
+        ".skillopt-table{overflow:auto;border:1px solid rgba(128,128,128,.25);border-radius:.5rem}"
+        ".skillopt-table table{border-collapse:collapse;width:100%;font-size:.875rem;margin:0}"
+        ".skillopt-table th,.skillopt-table td{padding:.3rem .6rem;text-align:left;vertical-align:top;"
+        "border:none;border-bottom:1px solid rgba(128,128,128,.2);overflow-wrap:anywhere}"
+        ".skillopt-table thead th{font-weight:600;opacity:.8;white-space:nowrap}"
+        ".skillopt-table tbody tr:last-child>*{border-bottom:none}"
+        ".skillopt-table tr.marked{background:rgba(255,196,0,.25)}</style>")
 
 
 ROOT = Path(__file__).resolve().parents[2]
