@@ -58,6 +58,8 @@ def learning_cells(task: str, row: dict) -> str:
     st, r, c = row["steps"], row["optimizer_replies"], row["calls"]
     x = row.get("examples_trials")  # absent in results saved before the trials existed
     tried = f" (worked examples kept {x['accepted']} of {x['accepted'] + x['rejected']})" if x else ""
+    cr = row.get("rule_trials")  # absent in results saved before the clue rules existed
+    tried += f" (clue rules kept {cr['accepted']} of {cr['accepted'] + cr['rejected']})" if cr and sum(cr.values()) else ""
     tt = row.get("template_trials")  # absent in results saved before the reply template existed
     tried += f" (reply template {'kept' if tt['accepted'] else 'rejected'})" if tt and tt["accepted"] + tt["rejected"] else ""
     dropped = ", ".join(f"{reason} {n}" for reason, n in e["not_applied"].items()) or "none"

@@ -62,6 +62,10 @@ class RunConfig:
     # 0.5 a change with no effect passes about every other try; so a trial is kept only when
     # the items won and lost by all the run's trials, pooled, pass a sign test at this level.
     worked_examples_alpha: float = 0.2  # a no-effect change passes at most about 1 time in 5
+    # On a task whose answers are labels, such a step first tries rules read off the train
+    # split (clues.py: a word most of whose train tasks share one answer, in failures of the
+    # step), gated alone and pooled like the examples; worked examples when there is none.
+    clue_rules: bool = True  # on: the data's own rules cost no model call to find, only their trial
     # --- gate ---
     use_gate: bool = True  # without the gate every candidate is accepted (ablation only)
     # "strict" is the published rule (the candidate's mean must beat the incumbent's).

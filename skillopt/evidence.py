@@ -64,7 +64,8 @@ def collect(train: Sequence[Item], seen: Sequence[Item], render: Callable[[Item]
 
 
 @lru_cache(maxsize=8192)
-def _words(text: str) -> frozenset[str]:
+def words(text: str) -> frozenset[str]:
+    """The text's words that can be clues: casefolded, stop words left out."""
     # Cached: every rule of every step looks up the words of every train task seen so far.
     return frozenset(_WORD.findall(text.casefold())) - STOP_WORDS
 
@@ -101,9 +102,9 @@ def triggers(content: str, labels: Sequence[str], examples: Sequence[Example]) -
     for start, end, label, negated in reversed(_mentions(content, labels)):
         if negated or label == answer:
             text = text[:start] + " " + text[end:]
-    texts = [_words(e.text) for e in examples]
+    texts = [words(e.text) for e in examples]
     out = []
-    for word in sorted(_words(text)):
+    for word in sorted(words(text)):
         share = sum(word in t for t in texts) / max(len(texts), 1)
         if 0 < share <= MAX_SHARE and len(word) >= 3:
             out.append(word)
@@ -122,13 +123,13 @@ def _supported(content: str, evidence: Evidence) -> tuple[str, tuple[str, ...], 
     if not evidence.labels:
         return None
     label = asserted_label(content, evidence.labels)
-    words = triggers(content, evidence.labels, evidence.examples) if label else ()
-    if not words:
+    named = triggers(content, evidence.labels, evidence.examples) if label else ()
+    if not named:
         return None
-    texts = [(_words(e.text), e) for e in evidence.examples]
-    readings = {"any": [e for t, e in texts if t & set(words)], "all": [e for t, e in texts if set(words) <= t]}
+    texts = [(words(e.text), e) for e in evidence.examples]
+    readings = {"any": [e for t, e in texts if t & set(named)], "all": [e for t, e in texts if set(named) <= t]}
     supported = {k: v for k, v in readings.items() if len(v) >= MIN_SUPPORT}
-    return (label, words, supported) if supported else None
+    return (label, named, supported) if supported else None
 
 
 def contradiction(content: str, evidence: Evidence) -> str | None:
@@ -136,13 +137,13 @@ def contradiction(content: str, evidence: Evidence) -> str | None:
     found = _supported(content, evidence)
     if found is None:
         return None
-    label, words, supported = found
+    label, named, supported = found
     verdicts = {k: _verdict(v, label) for k, v in supported.items()}
     if not all(bad for bad, _ in verdicts.values()):
         return None
     counts = verdicts["any"][1] if "any" in verdicts else next(iter(verdicts.values()))[1]
     seen = ", ".join(f"{answer} {n}" for answer, n in counts.most_common(4))
-    return (f"{' / '.join(words)} appear in {sum(counts.values())} train tasks seen so far, answered {seen}; "
+    return (f"{' / '.join(named)} appear in {sum(counts.values())} train tasks seen so far, answered {seen}; "
             f"the rule says {label}")
 
 

@@ -92,15 +92,17 @@ def prior(record: tuple[int, int], alpha: float) -> Prior:
     return Prior(*record, alpha=alpha)
 
 
-def pooled(d: GateDecision, record: tuple[int, int], alpha: float) -> tuple[GateDecision, tuple[int, int]]:
+def pooled(d: GateDecision, record: tuple[int, int], alpha: float,
+           what: str = "worked examples") -> tuple[GateDecision, tuple[int, int]]:
     """A trial's decision given every trial's items won and lost so far (`record`, before this
     one), and the record after it: kept only if the trial's own gate accepts it and the pooled
     record passes the sign test at `alpha` (a gate given the record as its prior has applied
-    this rule already; this states it in the reason and holds for any gate)."""
+    this rule already; this states it in the reason and holds for any gate). `what` names the
+    kind of trial in the reason (clue rules are pooled the same way, on a record of their own)."""
     wins, losses = record[0] + d.wins, record[1] + d.losses
     p = sign_test_p(wins, losses)
     verdict = f"all trials so far: {wins} items won, {losses} lost, sign test p = {p:.3f}"
     if d.accept and p > alpha:
         return dataclasses.replace(d, accept=False, reason=f"{verdict} > {alpha}: not yet evidence that "
-                                                              f"examples help this task ({d.reason})"), (wins, losses)
+                                                              f"{what} help this task ({d.reason})"), (wins, losses)
     return dataclasses.replace(d, reason=f"{d.reason}; {verdict}"), (wins, losses)

@@ -142,9 +142,10 @@ class Plan:
         the sample, one optimizer call, the gate on the new guidance) and, independently, the
         meta skill (one optimizer call). Last, the seed, best and final skills are evaluated on the test split.
         The minibatch check scores each candidate on its step's batch first; its leave-one-out
-        tries (only when a multi-edit candidate broke an item) are not forecast. Worked
-        examples may be gated after any step (a paired gate: the candidate, and the incumbent
-        too when nothing is cached): each step is counted as if its candidate were rejected.
+        tries (only when a multi-edit candidate broke an item) are not forecast. A model-free
+        trial (worked examples, clue rules) may be gated after any step (a paired gate: the
+        candidate, and the incumbent too when nothing is cached): each step is counted as if its
+        candidate were rejected.
         """
         c, n_sel, steps = config, len(self.selection), self.total_steps
         sizes = self.batch_sizes()
@@ -169,7 +170,8 @@ class Plan:
 
 
 def examples_gate_calls(c: RunConfig, n_sel: int) -> int:
-    """The most target calls one worked-examples trial makes (0 when trials never run)."""
-    if not (c.worked_examples and c.use_gate and not c.approval_mode):
+    """The most target calls one model-free trial (worked examples, clue rules, the reply
+    template: one per step at most) makes; 0 when trials never run."""
+    if not ((c.worked_examples or c.clue_rules) and c.use_gate and not c.approval_mode):
         return 0
     return n_sel * (1 if c.use_cache else 2)

@@ -7,7 +7,7 @@ just calling the loop again with the stored State.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from .patch import Edit
@@ -51,8 +51,25 @@ class State:
     # task at all is judged on all of them (examples.pooled).
     examples_record: tuple[int, int] = (0, 0)
     template_tried: bool = False  # the scorer's reply template was gated once (template.py): never again
+    # Items won and lost by every clue-rule trial so far (pooled like the examples'), and the
+    # words of the rejected trials' rules: not offered again (clues.py).
+    clues_record: tuple[int, int] = (0, 0)
+    clues_rejected: tuple[str, ...] = ()
     # (incumbent and candidate key, step) of each step candidate the gate rejected: not gated again (repeats.py).
     tried: tuple[tuple[str, int], ...] = ()
+
+    def record_of(self, source: str) -> tuple[int, int] | None:
+        """The pooled record of a model-free trial's kind (its edit's source); None: not pooled."""
+        return {"example": self.examples_record, "rule": self.clues_record}.get(source)
+
+    def after_trial(self, source: str, record: tuple[int, int] | None, rejected_words: tuple[str, ...]) -> "State":
+        """The state after a trial of that kind: its record, its rejected rules' words, or the
+        reply template marked as tried (it is tried once)."""
+        if source == "example":
+            return replace(self, examples_record=record)
+        if source == "rule":
+            return replace(self, clues_record=record, clues_rejected=self.clues_rejected + rejected_words)
+        return replace(self, template_tried=True)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +81,7 @@ class State:
             "tests_done": list(self.tests_done), "current_values": [list(v) for v in self.current_values],
             "test_values": {k: dict(v) for k, v in self.test_values.items()},
             "examples_record": list(self.examples_record), "template_tried": self.template_tried,
+            "clues_record": list(self.clues_record), "clues_rejected": list(self.clues_rejected),
             "tried": [list(t) for t in self.tried],
         }
 
@@ -84,6 +102,8 @@ class State:
                                 for k, v in data.get("test_values", {}).items()},
                    examples_record=tuple(data.get("examples_record", (0, 0))),
                    template_tried=bool(data.get("template_tried", False)),
+                   clues_record=tuple(data.get("clues_record", (0, 0))),
+                   clues_rejected=tuple(str(w) for w in data.get("clues_rejected", ())),
                    tried=tuple((str(k), int(step)) for k, step in data.get("tried", ())))
 
 

@@ -7,13 +7,12 @@ store records them, and the state in each completing event is what `resume` rest
 """
 from __future__ import annotations
 
-import dataclasses
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Callable, Sequence
 
-from . import advisor, approval, examples, records, reflect, repeats, schedules, slow, speculation, template, transforms
-from . import events as ev
+from . import advisor, approval, clues, examples, records, reflect, repeats, schedules, slow, speculation, template
+from . import events as ev, transforms
 from .approval import ApprovalDecision
 from .config import RunConfig
 from .errors import BudgetExhausted, ModelError, StopRequested
@@ -29,7 +28,7 @@ from .screen import Screen
 from .state import State
 from .tasks.task import expected_text
 from .validation import GateResult, Validator
-from .vocabulary import ACCEPTED, Decision, RunStatus, Stage
+from .vocabulary import ACCEPTED, TRIAL_NAMES, Decision, RunStatus, Stage
 
 PATTERNS_KEPT = 8  # failure summaries kept in the step buffer: enough context, bounded checkpoint
 
@@ -88,8 +87,7 @@ class Trainer:
         status: RunStatus = "completed"
         reason = ""
         try:
-            # Re-entrant by construction: each unit of work takes the last checkpoint and
-            # returns the next, so a resumed run simply enters this loop with the stored State.
+            # Re-entrant: each unit of work takes the last checkpoint and returns the next (resume = enter again).
             if state is None:
                 state = self.score_seed()
             while True:
@@ -242,23 +240,26 @@ class Trainer:
 
     def try_examples(self, step: int, state: State, train: Batch) -> tuple[ev.ExamplesTrial | None, State]:
         """The step's model-free trial, gated alone on the incumbent (its candidate was not kept):
-        the scorer's reply template the first time (template.py), worked examples after."""
-        c = self.config
-        on = c.worked_examples and c.use_gate and not c.approval_mode
+        the scorer's reply template the first time (template.py), then on a label task the train
+        split's rules for the step's failures where it has some (clues.py), else worked examples."""
+        c, skill = self.config, state.skill
+        fuzzy, label = c.fuzzy_anchor_threshold, self.scoring is not None and self.scoring.kind == "label"
         layout = self.scoring.template if self.scoring and not state.template_tried else ""
-        found = on and (template.for_skill(state.skill, layout, c.fuzzy_anchor_threshold) or examples.for_step(
-            state.skill, train.trajectories, self.plan.step_seed(step), c.fuzzy_anchor_threshold))
+        found = c.use_gate and not c.approval_mode and (
+            (c.worked_examples and template.for_skill(skill, layout, fuzzy))
+            or (c.clue_rules and label and clues.for_batch(skill, self.task.render, self.plan.train,
+                                                           train.trajectories, state.clues_rejected, fuzzy))
+            or (c.worked_examples and examples.for_step(skill, train.trajectories, self.plan.step_seed(step), fuzzy)))
         if not found:
             return None, state
         edit, items, text = found
-        pooled = edit.source == "example"  # the template is another change: not in the examples' record
-        self.enter(step, "gate", f"worked examples of {len(items)} train failures, gated alone" if pooled
-                   else "the scorer's reply template, gated alone")
-        prior = examples.prior(state.examples_record, c.worked_examples_alpha) if pooled else None
-        result = self.examples_gate.run(step, state.skill, text, dict(state.current_values), "examples", prior)
-        judged, record = examples.pooled(result.decision, state.examples_record, c.worked_examples_alpha) \
-            if pooled else (result.decision, state.examples_record)
-        state = replace(state, examples_record=record, template_tried=state.template_tried or not pooled)
+        what, record = TRIAL_NAMES[edit.source], state.record_of(edit.source)  # the template has no record
+        self.enter(step, "gate", f"{what}, gated alone")
+        prior = examples.prior(record, c.worked_examples_alpha) if record is not None else None
+        result = self.examples_gate.run(step, skill, text, dict(state.current_values), "examples", prior)
+        judged, record = (result.decision, None) if record is None else \
+            examples.pooled(result.decision, record, c.worked_examples_alpha, what)
+        state = state.after_trial(edit.source, record, () if judged.accept else clues.words_of(edit))
         decision, state = self.settle(step, state, text, replace(result, decision=judged))
         return ev.ExamplesTrial(edit=edit, items=items, candidate=text, decision=decision, gate=judged,
                                 flipped=result.flipped), state
@@ -354,7 +355,7 @@ class Trainer:
         event = ev.EpochCompleted(
             run_id=self.run_id, epoch=epoch, step=step, ran_slow_update=True,
             previous_guidance=guidance(state.epoch_start_skill), guidance=result.guidance,
-            comparison=dataclasses.asdict(comparison), decision=decision, gate=gate_decision,
+            comparison=asdict(comparison), decision=decision, gate=gate_decision,
             slow_candidate=candidate, slow_error=result.error)
         return event, state, comparison
 

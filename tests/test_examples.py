@@ -96,8 +96,9 @@ def trials(conn: sqlite3.Connection, run_id: str) -> list[tuple]:
 
 
 def test_examples_are_tried_alone_only_after_a_step_candidate_was_not_kept(tmp_path):
+    # clue rules off: on a label task they are tried first where the data offers some (test_clues.py)
     db = tmp_path / "s.db"
-    run_id = run_sim(db, "num_epochs=2", "worked_examples=true")
+    run_id = run_sim(db, "num_epochs=2", "worked_examples=true", "clue_rules=false")
     conn = sqlite3.connect(db)
     rows = trials(conn, run_id)
     assert rows, "a sim run with rejected steps tries worked examples"
@@ -111,7 +112,7 @@ def test_examples_are_tried_alone_only_after_a_step_candidate_was_not_kept(tmp_p
     stepped = {r[0] for r in conn.execute("SELECT step FROM steps WHERE run_id = ? AND decision IN "
                                           "('reject', 'skip')", (run_id,))}
     assert {r[0] for r in rows} <= stepped
-    off = run_sim(db, "num_epochs=2", "worked_examples=false")
+    off = run_sim(db, "num_epochs=2", "worked_examples=false", "clue_rules=false")
     assert not trials(conn, off)
     assert not conn.execute("SELECT 1 FROM gate_decisions WHERE run_id = ? AND kind = 'examples'", (off,)).fetchall()
     conn.close()
@@ -120,7 +121,7 @@ def test_examples_are_tried_alone_only_after_a_step_candidate_was_not_kept(tmp_p
 def test_accepted_examples_become_the_incumbent_and_count_as_accepted(tmp_path):
     db = tmp_path / "s.db"
     # At the gate's own 0.5 level some examples win their trial on the simulated world.
-    run_id = run_sim(db, "worked_examples=true", "worked_examples_alpha=1.0", "seed=6")
+    run_id = run_sim(db, "worked_examples=true", "worked_examples_alpha=1.0", "seed=6", "clue_rules=false")
     conn = sqlite3.connect(db)
     kept = [r for r in trials(conn, run_id) if r[1] in ("accept", "accept_new_best")]
     assert kept
@@ -148,7 +149,7 @@ def test_no_examples_trial_in_approval_mode_or_without_a_gate(tmp_path):
 def test_a_trials_gate_holds_the_pooled_record_so_it_never_stops_before_the_pooled_test_is_decided(tmp_path):
     db = tmp_path / "s.db"
     run_id = run_sim(db, "worked_examples=true", "optimizer_model=sim/learner?noise=1", "seed=6",
-                     "worked_examples_alpha=0.05")
+                     "worked_examples_alpha=0.05", "clue_rules=false")
     conn = sqlite3.connect(db)
     # worked-examples trials only: the reply-template trial is not pooled with them (test_template.py)
     rows = conn.execute("SELECT g.decision, g.wins, g.losses, g.early_stop, g.reason FROM gate_decisions g "

@@ -261,30 +261,38 @@ def test_a_long_table_shows_its_latest_rows_says_how_many_and_can_show_all():
 
 def test_worked_examples_trials_are_drawn_listed_and_counted(tmp_path, monkeypatch):
     db = tmp_path / "skillopt.db"
-    # seed 6: one trial kept and several rejected (at the gate's own 0.5 level, see test_examples)
+    # seed 6: trials kept and rejected (examples at the gate's own 0.5 level, see test_examples)
     run_id = run_sim(db, "worked_examples=true", "worked_examples_alpha=1.0", "seed=6")
     r = Reader(db)
     gates = [g for g in r.gate_decisions(run_id) if g["kind"] == "examples"]
     example_edits = [e for e in r.edits(run_id) if e["source"] == "example"]
     r.close()
-    # the first trial tried the scorer's reply template (rejected on the simulated world), the rest examples
+    # the first trial tried the scorer's reply template (rejected on the simulated world), the
+    # rest clue rules (where the train split offers some) or examples
     [template] = [g for g in gates if g["trial"] == "template"]
     trials = [g for g in gates if g["trial"] == "example"]
-    assert template["step"] < min(g["step"] for g in trials) and len(trials) + 1 == len(gates)
+    rules = [g for g in gates if g["trial"] == "rule"]
+    assert rules and template["step"] < min(g["step"] for g in trials + rules)
+    assert len(trials) + len(rules) + 1 == len(gates)
     kept = [g for g in trials if g["decision"] in ("accept", "accept_new_best")]
-    assert kept and len(kept) < len(trials)
+    kept_rules = [g for g in rules if g["decision"] in ("accept", "accept_new_best")]
+    assert kept + kept_rules and len(kept + kept_rules) < len(trials + rules)  # the timeline shows both
     at = _open(monkeypatch, db, run_id)
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     drawn = {x: t["name"] for t in spec["data"] if t["name"].startswith("worked examples: ") for x in t["x"]}
     assert drawn == {g["step"] + 0.25: f"worked examples: {g['decision']}" for g in trials}
     drawn = {x: t["name"] for t in spec["data"] if t["name"].startswith("reply template: ") for x in t["x"]}
     assert drawn == {template["step"] + 0.25: f"reply template: {template['decision']}"}
+    drawn = {x: t["name"] for t in spec["data"] if t["name"].startswith("clue rules: ") for x in t["x"]}
+    assert drawn == {g["step"] + 0.25: f"clue rules: {g['decision']}" for g in rules}
     table = tables(at)[0]
     rows = table[table["kind"] == "worked examples, gated alone"]
     assert sorted(rows["step"].astype(int)) == sorted(g["step"] for g in trials)
     assert list(table[table["kind"] == "reply template, gated alone"]["step"]) == [str(template["step"])]
+    assert sorted(table[table["kind"] == "clue rules, gated alone"]["step"].astype(int)) == [g["step"] for g in rules]
     caption = " ".join(c.value for c in at.caption)
     assert f"worked examples tried {len(trials)}, kept {len(kept)}" in caption
+    assert f"clue rules tried {len(rules)}, kept {len(kept_rules)}" in caption
     assert f"reply template {'kept' if template['decision'].startswith('accept') else 'rejected'}" in caption
     # each example edit's effect is its own gate's margin, attributed to it
     by_step = {g["step"]: g for g in trials}

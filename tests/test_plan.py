@@ -135,7 +135,8 @@ def test_call_forecast_follows_the_trainer_stage_by_stage():
     # cache scores the incumbent again.
     assert f.target == {"gate": 2 * 6 + 9 * 6, "examples": 9 * 2 * 6, "rollout": 3 * 10,
                         "slow_update": 2 * (2 * 5 + 6), "test": 4 * 8}
-    assert plan(None, *strict).call_forecast(sim_config(*strict, "worked_examples=false")).target["examples"] == 0
+    off = sim_config(*strict, "worked_examples=false", "clue_rules=false")
+    assert plan(None, *strict).call_forecast(off).target["examples"] == 0
     reflect = 3 * (max_reflections(4, 2) + max_reflections(4, 2) + max_reflections(2, 2))
     assert f.optimizer == {"reflect": reflect, "merge": 0, "lr": 0, "slow_update": 2, "meta": 2}
     assert f.target_calls == sum(f.target.values()) and f.optimizer_calls == 2 * f.optimizer_questions

@@ -33,7 +33,8 @@ def overflowing_optimizer(name, messages, settings, response_format):
 register_provider("ctxtarget", short_context_target)
 register_provider("ctxlong", long_rule_optimizer)
 register_provider("ctxover", overflowing_optimizer)
-ONE_EPOCH = ("num_epochs=1", "batch_size=10", "use_slow_update=false", "worked_examples=false")
+ONE_EPOCH = ("num_epochs=1", "batch_size=10", "use_slow_update=false", "worked_examples=false",
+             "clue_rules=false")
 
 
 def test_a_candidate_too_long_for_the_target_is_rejected_and_the_run_completes(tmp_path):

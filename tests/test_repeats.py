@@ -66,8 +66,8 @@ def test_a_run_whose_optimizer_repeats_itself_gates_each_candidate_once(tmp_path
     scripted(lambda messages: reply, "repeater")
     db = tmp_path / "s.db"
     run_id = run_sim(db, "optimizer_model=h4script/repeater", "num_epochs=1", "batch_size=40",
-                     "learning_rate=2", "min_learning_rate=2", "worked_examples=false", "use_slow_update=false",
-                     "use_meta_skill=false")
+                     "learning_rate=2", "min_learning_rate=2", "worked_examples=false", "clue_rules=false",
+                     "use_slow_update=false", "use_meta_skill=false")
     r = Reader(db)
     steps = [s["decision"] for s in r.q("SELECT decision FROM steps WHERE run_id = ? ORDER BY step", (run_id,))]
     assert steps == ["reject", "reject", "skip"]  # {A, B}, then {C}, then nothing left untried

@@ -198,7 +198,8 @@ def test_a_multi_edit_rejection_blocks_no_edit_a_lone_rejection_does(tmp_path):
     db = tmp_path / "r.db"
     # without worked examples: their trials after each rejected step would add their own edit rows
     run_id = run_sim(db, "optimizer_model=t3script/x", "num_epochs=1", "max_steps_per_epoch=3",
-                     "lr_scheduler=constant", "learning_rate=2", "minibatch_size=20", "worked_examples=false")
+                     "lr_scheduler=constant", "learning_rate=2", "minibatch_size=20", "worked_examples=false",
+                     "clue_rules=false")
     r = Reader(db)
     assert [s["decision"] for s in r.steps(run_id)] == ["reject", "reject", "reject"]
     buffer = [(b["step"], json.loads(b["edit_json"])["content"],

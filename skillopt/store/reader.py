@@ -12,8 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..vocabulary import LIVE_STATUSES, TRIAL_DONE
+from ..vocabulary import LIVE_STATUSES, TRIAL_DONE, TRIAL_NAMES
 from .writer import connect, db_path
+
+# The sources of the model-free trials' edits, as an SQL list (fixed words, never user input).
+_TRIALS = "(" + ", ".join(f"'{s}'" for s in TRIAL_NAMES) + ")"
 
 
 def _dicts(rows: list[sqlite3.Row]) -> list[dict[str, Any]]:
@@ -58,9 +61,10 @@ class Reader:
         return self.q("SELECT * FROM steps WHERE run_id = ? ORDER BY step", (run_id,))
 
     def edits(self, run_id: str, step: int | None = None) -> list[dict[str, Any]]:
-        """A worked-examples or reply-template edit was gated alone: its gate's margin is its `attribution`."""
+        """A model-free trial's edit (worked examples, clue rules, the reply template) was gated
+        alone: its gate's margin is its `attribution`."""
         sql = ("SELECT e.*, g.margin AS attribution FROM edits e LEFT JOIN gate_decisions g ON g.run_id = e.run_id "
-               "AND g.step = e.step AND g.kind = 'examples' AND e.source IN ('example', 'template') "
+               f"AND g.step = e.step AND g.kind = 'examples' AND e.source IN {_TRIALS} "
                "WHERE e.run_id = ?")
         if step is None:
             return self.q(sql + " ORDER BY e.step, e.idx", (run_id,))
@@ -93,9 +97,9 @@ class Reader:
 
     def gate_decisions(self, run_id: str) -> list[dict[str, Any]]:
         """`trial`: which model-free change an "examples" gate judged (the source of its edit:
-        example | template); None for every other gate."""
+        example | rule | template); None for every other gate."""
         return self.q("SELECT g.*, (SELECT e.source FROM edits e WHERE e.run_id = g.run_id AND e.step = g.step "
-                      "AND g.kind = 'examples' AND e.source IN ('example', 'template') LIMIT 1) AS trial "
+                      f"AND g.kind = 'examples' AND e.source IN {_TRIALS} LIMIT 1) AS trial "
                       "FROM gate_decisions g WHERE g.run_id = ? ORDER BY g.step, g.kind", (run_id,))
 
     def rejected_buffer(self, run_id: str) -> list[dict[str, Any]]:

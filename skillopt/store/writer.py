@@ -286,11 +286,12 @@ class Store(BufferedCaches):
             self._save_state(c, e.run_id, s, now)
 
     def _examples(self, c: sqlite3.Connection, e: ev.StepCompleted, index: int) -> None:
-        """The step's trial (worked examples or the reply template): its edit (after the step's
-        others), candidate and gate."""
+        """The step's trial (worked examples, clue rules or the reply template): its edit (after
+        the step's others), candidate and gate."""
         x, outcome = e.examples, gate_outcome(e.examples.decision)
-        template = x.edit.source == "template"
-        what = "the scorer's reply template" if template else f"worked examples of train items {', '.join(x.items)}"
+        what = {"template": "the scorer's reply template",
+                "rule": f"clue rules read off the train split's answers, for train items {', '.join(x.items)}"}.get(
+            x.edit.source, f"worked examples of train items {', '.join(x.items)}")
         after = "skipped" if e.decision == "skip" else "rejected"
         note = f"{what}, gated alone after the step's candidate was {after}"
         c.execute("INSERT INTO edits VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -298,7 +299,7 @@ class Store(BufferedCaches):
                    x.edit.rationale, x.edit.source, x.edit.support, "[]", "selected", "applied", "", outcome, note))
         self._version(c, e.run_id, e.step, "examples", x.candidate, x.gate.candidate_score)
         self._gate(c, e.run_id, e.step, "examples", x.decision, x.gate, x.flipped)
-        trial = TRIAL_NAMES["template" if template else "example"]
+        trial = TRIAL_NAMES.get(x.edit.source, TRIAL_NAMES["example"])
         self._log(c, e.run_id, e.step, "step", f"step {e.step}: {trial} {x.decision}")
 
     def _epoch_completed(self, e: ev.EpochCompleted) -> None:

@@ -141,13 +141,15 @@ def _slow_traces(slow: Sequence[Row]) -> list[go.Scatter]:
 
 
 def trial_name(g: Row) -> str:
-    """What a model-free trial tried: the scorer's reply template or a step's worked examples."""
-    return TRIAL_NAMES["template" if g.get("trial") == "template" else "example"]
+    """What a model-free trial tried: the scorer's reply template, a step's clue rules or its
+    worked examples (a trial whose edit is not stored reads as worked examples)."""
+    return TRIAL_NAMES.get(g.get("trial") or "example", TRIAL_NAMES["example"])
 
 
 def _examples_traces(trials: Sequence[Row]) -> list[go.Scatter]:
     traces = []
-    for name, symbol in (("worked examples", "triangle-up"), ("reply template", "triangle-down")):
+    for name, symbol in (("worked examples", "triangle-up"), ("clue rules", "triangle-right"),
+                         ("reply template", "triangle-down")):
         traces += _gate_traces([g for g in trials if trial_name(g) == name], name, EXAMPLES_OFFSET, symbol, 11,
                                lambda g: f"{trial_name(g)} after step {g['step']}, gated alone")
     return traces
@@ -186,9 +188,10 @@ def timeline_figure(steps: Sequence[Row], gates: Sequence[Row], gate_metric: str
 def counts_caption(steps: Sequence[Row], gates: Sequence[Row], gate_mode: str) -> str:
     counts = {d: sum(s["decision"] == d for s in steps) for d in STEP_STYLE}
     trials = examples_gates(gates)
-    shown = [g for g in trials if trial_name(g) == "worked examples"]
-    tried = (f" · worked examples tried {len(shown)}, kept {sum(g['decision'] in ACCEPTED for g in shown)}"
-             if shown else "")
+    tried = ""
+    for name in ("worked examples", "clue rules"):
+        shown = [g for g in trials if trial_name(g) == name]
+        tried += f" · {name} tried {len(shown)}, kept {sum(g['decision'] in ACCEPTED for g in shown)}" if shown else ""
     tried += "".join(f" · reply template {'kept' if g['decision'] in ACCEPTED else 'rejected'}"
                      for g in trials if trial_name(g) == "reply template")
     return (f"{len(steps)} steps · " + " · ".join(f"{STEP_STYLE[d][2]}: {n}" for d, n in counts.items())

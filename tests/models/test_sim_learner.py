@@ -175,7 +175,8 @@ def test_a_short_run_learns_without_the_oracle(tmp_path):
 
 def test_a_run_with_noise_one_proposes_no_true_rule_and_learns_nothing(tmp_path):
     db = tmp_path / "runs.db"
-    run_id = run_sim(db, "optimizer_model=sim/learner?noise=1", "num_epochs=2", "worked_examples=false")
+    run_id = run_sim(db, "optimizer_model=sim/learner?noise=1", "num_epochs=2", "worked_examples=false",
+                     "clue_rules=false")
     reader = Reader(db)
     contents = [e["content"] for e in reader.edits(run_id) if e["content"]]
     assert contents and not [c for c in contents if classify(c).startswith("rule:")]
