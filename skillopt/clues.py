@@ -56,9 +56,14 @@ class Clue:
         return f"{self.word}: {self.hits} of {self.support} train tasks answer {self.answer}"
 
 
+def _named(text: str) -> tuple[str, ...]:
+    """The words the clue-rule lines of a text name, in order."""
+    return tuple(m["word"] for line in text.splitlines() if (m := _LINE.match(line.strip())))
+
+
 def stated(skill: str) -> frozenset[str]:
     """The words the skill's clue rules already name."""
-    return frozenset(m["word"] for line in skill.splitlines() if (m := _LINE.match(line.strip())))
+    return frozenset(_named(skill))
 
 
 def mine(train: Sequence[Example], failures: Sequence[tuple[str, Example]],
@@ -138,4 +143,4 @@ def for_batch(skill: str, render: Callable[[Item], str], train: Sequence[Item], 
 
 def words_of(e: Edit) -> tuple[str, ...]:
     """The words a clue-rule edit names (remembered when its trial is rejected)."""
-    return tuple(m["word"] for line in e.content.splitlines() if (m := _LINE.match(line.strip())))
+    return _named(e.content)
