@@ -17,13 +17,18 @@ synonyms of one clue. For any task whose answers are labels; the rules' words co
 tasks' own text, so nothing here knows a domain. Like worked examples, the rules are gated
 alone on the incumbent, their items won and lost pooled over the run's rule trials (the
 trainer); a word whose rules were rejected is not offered again.
+
+A small target may apply a rule beyond its clue: given one `answer L` rule it can answer L to
+tasks that never mention the word. `reach` splits a trial's flipped items into those that
+mention its words and the others, so the store says which of the two the gate's record came
+from.
 """
 from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import Callable, Collection, Sequence
+from typing import Callable, Collection, Mapping, Sequence
 
 from .evidence import MAX_SHARE, Example, words
 from .patch import Edit, apply_edits
@@ -144,3 +149,15 @@ def for_batch(skill: str, render: Callable[[Item], str], train: Sequence[Item], 
 def words_of(e: Edit) -> tuple[str, ...]:
     """The words a clue-rule edit names (remembered when its trial is rejected)."""
     return _named(e.content)
+
+
+def reach(flipped: Sequence[tuple[str, float, float]], texts: Mapping[str, frozenset[str]],
+          named: Collection[str]) -> str:
+    """Where a rule trial's flipped items (item id, value before, value after) lie: on the
+    tasks that mention one of its words (`texts`: an item's words) and on the others."""
+    counts = {True: [0, 0], False: [0, 0]}
+    for item, before, after in flipped:
+        counts[bool(texts.get(item, frozenset()) & set(named))][after < before] += 1
+    (mw, ml), (ow, ol) = counts[True], counts[False]
+    text = f"on tasks that mention its words {mw} won, {ml} lost; on the others {ow} won, {ol} lost"
+    return text + (" (the target applied the rules beyond their words)" if ow + ol > mw + ml else "")

@@ -1,8 +1,11 @@
 """Clue rules (skillopt/clues.py): label rules read off the train split's answers."""
 from __future__ import annotations
 
+import json
+
 from skillopt import clues
-from skillopt.evidence import Example
+from skillopt.evidence import Example, words
+from skillopt.tasks.loader import load_task
 from skillopt.patch import apply_edits
 
 # 10 train tasks: "gdpr" goes with legal 4 times of 4, "broken" with shipping 4 of 5, "order"
@@ -77,13 +80,16 @@ def test_clue_rules_are_tried_alone_after_a_step_and_a_rejected_word_is_not_offe
     # kept and two are rejected (found by running it)
     run_id = run_sim(db, "seed=6")
     conn = sqlite3.connect(db)
-    rows = conn.execute("SELECT g.step, g.decision, s.decision, e.content, e.rationale, e.note FROM gate_decisions g "
+    rows = conn.execute("SELECT g.step, g.decision, s.decision, e.content, e.rationale, e.note, g.reason, "
+                        "g.flipped_json FROM gate_decisions g "
                         "JOIN steps s ON s.run_id = g.run_id AND s.step = g.step "
                         "JOIN edits e ON e.run_id = g.run_id AND e.step = g.step AND e.source = 'rule' "
                         "WHERE g.run_id = ? AND g.kind = 'examples' ORDER BY g.step", (run_id,)).fetchall()
     assert rows, "a sim run with rejected steps tries clue rules"
     offered: set[str] = set()
-    for step, decision, step_decision, content, rationale, note in rows:
+    task = load_task("sim-rulebook")
+    texts = {it.id: words(task.render(it)) for it in task.split("selection")}
+    for step, decision, step_decision, content, rationale, note, reason, flipped in rows:
         assert step_decision in ("reject", "skip")
         named = [line.split('"')[1] for line in content.splitlines() if line.startswith("- If the task mentions")]
         assert named and len(named) <= clues.PER_TRIAL
@@ -91,6 +97,12 @@ def test_clue_rules_are_tried_alone_after_a_step_and_a_rejected_word_is_not_offe
         assert "clue rules read off the train split's answers" in note and "gated alone" in note
         assert not offered & set(named), "a word is offered once: stated when kept, remembered when rejected"
         offered |= set(named)
+        # the reason says where the flipped items lie: on the tasks naming a rule's word or not
+        mention = sum(bool(texts[f[0]] & set(named)) for f in json.loads(flipped))
+        assert "on tasks that mention its words " in reason and reason.count(" won, ") == 3
+        split = reason.rsplit("on tasks that mention its words ", 1)[1]
+        m_won, m_lost = (int(x.split()[0]) for x in split.split(";")[0].split(", "))
+        assert m_won + m_lost == mention
         current = conn.execute("SELECT content FROM skill_versions WHERE run_id = ? AND step = ? AND kind = 'current'",
                                (run_id, step)).fetchone()
         if decision.startswith("accept"):
@@ -106,6 +118,17 @@ def test_clue_rules_are_tried_alone_after_a_step_and_a_rejected_word_is_not_offe
     off = run_sim(db, "seed=6", "clue_rules=false")
     assert not conn.execute("SELECT 1 FROM edits WHERE run_id = ? AND source = 'rule'", (off,)).fetchall()
     conn.close()
+
+
+def test_reach_splits_a_trials_flips_by_whether_the_task_names_a_rule_word():
+    texts = {"a": frozenset({"gdpr", "data"}), "b": frozenset({"broken"}), "c": frozenset({"price"}),
+             "d": frozenset({"refund"})}
+    flips = [("a", 0.0, 1.0), ("b", 1.0, 0.0), ("c", 1.0, 0.0), ("d", 0.0, 1.0), ("e", 1.0, 0.0)]
+    assert clues.reach(flips, texts, ("gdpr", "broken")) == (
+        "on tasks that mention its words 1 won, 1 lost; on the others 1 won, 2 lost "
+        "(the target applied the rules beyond their words)")
+    assert clues.reach(flips[:2], texts, ("gdpr", "broken")).endswith("on the others 0 won, 0 lost")
+    assert clues.reach([], texts, ("gdpr",)) == "on tasks that mention its words 0 won, 0 lost; on the others 0 won, 0 lost"
 
 
 def test_the_checkpoint_keeps_the_rule_trials_record_and_rejected_words():
