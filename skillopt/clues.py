@@ -25,12 +25,14 @@ from.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Callable, Collection, Mapping, Sequence
 
 from .evidence import MAX_SHARE, Example, words
+from .gate import GateDecision
 from .patch import Edit, apply_edits
 from .skill import sections
 from .tasks.task import Item, Trajectory, expected_text
@@ -149,6 +151,16 @@ def for_batch(skill: str, render: Callable[[Item], str], train: Sequence[Item], 
 def words_of(e: Edit) -> tuple[str, ...]:
     """The words a clue-rule edit names (remembered when its trial is rejected)."""
     return _named(e.content)
+
+
+def explained(decision: GateDecision, e: Edit, flipped: Sequence[tuple[str, float, float]],
+              render: Callable[[Item], str], items: Sequence[Item]) -> GateDecision:
+    """A clue-rule trial's decision with `reach` on the gated items added to its reason, so the
+    store says whether its record came from the tasks its words name; another trial's as it is."""
+    if e.source != "rule":
+        return decision
+    texts = {it.id: words(render(it)) for it in items}
+    return dataclasses.replace(decision, reason=f"{decision.reason}; {reach(flipped, texts, words_of(e))}")
 
 
 def reach(flipped: Sequence[tuple[str, float, float]], texts: Mapping[str, frozenset[str]],

@@ -20,7 +20,7 @@ from .models.llm import Models
 from .patch import Edit, apply_edits
 from .plan import Plan
 from .rollout import Batch, EvalCache, Evaluator
-from .evidence import Evidence, collect, words
+from .evidence import Evidence, collect
 from .lift import measure
 from .skill import guidance, sha
 from .records import Update, edit_outcomes
@@ -180,11 +180,10 @@ class Trainer:
 
     # ---- the stages of a step --------------------------------------------------------
     def reflect(self, step: int, state: State, train: Batch, budget: int) -> tuple[reflect.MinibatchResult, ...]:
-        c = self.config
         minibatches = reflect.reflect(
             self.models.optimizer, state.skill, train.trajectories, budget=budget,
             buffer=reflect.StepBuffer(patterns=state.patterns, rejected=state.rejected),
-            meta_skill=state.meta_skill if c.use_meta_skill else "", config=c, step=step,
+            meta_skill=state.meta_skill if self.config.use_meta_skill else "", config=self.config, step=step,
             seed=self.plan.step_seed(step), scoring=self.scoring, evidence=self.evidence(step))
         self.emit(ev.ReflectionDone(run_id=self.run_id, step=step, minibatches=tuple(minibatches)))
         return reflect.alive(minibatches, self.models.optimizer.model)
@@ -259,17 +258,11 @@ class Trainer:
         result = self.examples_gate.run(step, skill, text, dict(state.current_values), "examples", prior)
         judged, record = (result.decision, None) if record is None else \
             examples.pooled(result.decision, record, c.worked_examples_alpha, what)
-        if edit.source == "rule":  # the store says whether the record came from the tasks its words name
-            judged = replace(judged, reason=f"{judged.reason}; {self.reach(edit, result)}")
+        judged = clues.explained(judged, edit, result.flipped, self.task.render, self.plan.selection)
         state = state.after_trial(edit.source, record, () if judged.accept else clues.words_of(edit))
         decision, state = self.settle(step, state, text, replace(result, decision=judged))
         return ev.ExamplesTrial(edit=edit, items=items, candidate=text, decision=decision, gate=judged,
                                 flipped=result.flipped), state
-
-    def reach(self, edit: Edit, result: GateResult) -> str:
-        """Where a clue-rule trial's flipped selection items lie (clues.reach)."""
-        texts = {it.id: words(self.task.render(it)) for it in self.plan.selection}
-        return clues.reach(result.flipped, texts, clues.words_of(edit))
 
     def settle(self, step: int, state: State, candidate: str, result: GateResult) -> tuple[Decision, State]:
         """Turn a gate decision into the new incumbent (or not)."""

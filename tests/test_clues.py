@@ -130,6 +130,19 @@ def test_reach_splits_a_trials_flips_by_whether_the_task_names_a_rule_word():
     assert clues.reach(flips[:2], texts, ("gdpr", "broken")).endswith("on the others 0 won, 0 lost")
     assert clues.reach([], texts, ("gdpr",)) == "on tasks that mention its words 0 won, 0 lost; on the others 0 won, 0 lost"
 
+    # the trainer's wrapper: a rule trial's reason gets the split, another trial's decision is untouched
+    from skillopt.gate import GateDecision
+    from skillopt.patch import Edit
+    from skillopt.tasks.task import Item
+
+    d = GateDecision(False, 0.5, 0.4, -0.1, 0.9, 4, 4, 1, 2, False, "reject")
+    items = [Item("a", {"q": "my gdpr data"}, "legal", "selection"), Item("c", {"q": "price"}, "billing", "selection")]
+    rule = Edit(op="add", content='- If the task mentions "gdpr", answer legal.', source="rule")
+    got = clues.explained(d, rule, [("a", 0.0, 1.0), ("c", 1.0, 0.0)], lambda it: it.input["q"], items)
+    assert got.reason == "reject; on tasks that mention its words 1 won, 0 lost; on the others 0 won, 1 lost"
+    example = Edit(op="add", content="- Task: x -> Answer: legal", source="example")
+    assert clues.explained(d, example, [("a", 0.0, 1.0)], lambda it: it.input["q"], items) is d
+
 
 def test_the_checkpoint_keeps_the_rule_trials_record_and_rejected_words():
     from skillopt.state import State
