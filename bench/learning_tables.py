@@ -6,6 +6,8 @@ from render import NOT_MEASURED, command, when
 
 # Earlier learning runs kept beside the current defaults' (name -> what differed), each its own table.
 LEARNING_TRIALS = {
+    "learning-clue-rules-off": "Clue rules off (`clue_rules=false`, every other setting the defaults), on a held-out "
+                               "family, against its run with them on in the table above",
     "learning-repair-contradicted": "Contradicted label rules rewritten to the answer their trigger's train tasks "
                                     "clearly share (`repair_contradicted=true`, every other setting the defaults), "
                                     "on the held-out family whose run suggested it, so not a held-out figure for it",
