@@ -1,5 +1,5 @@
 """The learning bench (bench/learning.py) and its held-out tasks (data/tasks/waste-sorting,
-data/tasks/parcel-lockers).
+data/tasks/parcel-lockers, data/tasks/clinic-desk).
 
 The targets are checked at their edges, on rows read from the store of a real simulated run
 (sim/target with the non-oracle sim/learner, fast) and on made-up rows; a missing figure is null
@@ -123,8 +123,8 @@ def test_a_run_that_did_not_complete_misses():
 def test_task_types():
     assert {t: learning.task_type(t) for t in learning.TASKS} == {
         "ticket-routing": "classification", "invoice-extraction": "format", "word-problems": "format",
-        "waste-sorting": "classification", "parcel-lockers": "classification"}
-    assert learning.TASKS[0] == "parcel-lockers" and "sim-rulebook" not in learning.TASKS
+        "waste-sorting": "classification", "parcel-lockers": "classification", "clinic-desk": "classification"}
+    assert learning.TASKS[0] == "clinic-desk" and "sim-rulebook" not in learning.TASKS
 
 
 # ------------------------------------------------------------ the command line and the saved line
@@ -253,13 +253,15 @@ def test_the_saved_result_keeps_the_tasks_this_run_did_not_measure_each_with_its
 
 # ------------------------------------------------------------ the held-out task
 
-def test_the_task_regenerates_byte_identically(tmp_path):
-    subprocess.run([sys.executable, "-B", str(TASK_DIR / "generate.py"), "--out", str(tmp_path)], check=True)
+@pytest.mark.parametrize("name", ["waste-sorting", "clinic-desk"])  # parcel-lockers': in its own test below
+def test_the_task_regenerates_byte_identically(name, tmp_path):
+    folder = ROOT / "data" / "tasks" / name
+    subprocess.run([sys.executable, "-B", str(folder / "generate.py"), "--out", str(tmp_path)], check=True)
     for split in ("train", "selection", "test"):
-        assert (tmp_path / f"{split}.jsonl").read_bytes() == (TASK_DIR / f"{split}.jsonl").read_bytes()
+        assert (tmp_path / f"{split}.jsonl").read_bytes() == (folder / f"{split}.jsonl").read_bytes()
 
 
-@pytest.mark.parametrize("name", ["waste-sorting", "parcel-lockers"])
+@pytest.mark.parametrize("name", ["waste-sorting", "parcel-lockers", "clinic-desk"])
 def test_the_task_files_have_the_hashes_the_readme_recorded(name):
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     recorded = dict((path, digest) for digest, path in
@@ -358,3 +360,36 @@ def test_the_parcel_lockers_task_is_a_held_out_family_with_its_rules_in_every_sp
     seed = task.seed_skill.lower()  # the seed states no house rule
     assert not any(word in seed for word in ("boxpoint", "20 kg", "135", "lithium", "batter", "pharmac", "chemist",
                                              "live animal", "fresh", "flower", "declared", "import"))
+
+
+def test_the_clinic_desk_task_is_a_held_out_family_with_its_rules_in_every_split():
+    from skillopt.tasks.loader import load_task, validate_task
+
+    folder = ROOT / "data" / "tasks" / "clinic-desk"
+    assert validate_task(folder) == []
+    task = load_task(folder)
+    labels = {"gp-appointment", "urgent-triage", "nurse-clinic", "prescriptions", "test-results", "home-visit",
+              "admin-office"}
+    rules = {"rule_under_two": "urgent-triage", "rule_side_effects": "prescriptions",
+             "rule_travel_jabs": "admin-office", "rule_pregnancy": "nurse-clinic", "rule_care_home": "home-visit",
+             "rule_fit_note": "gp-appointment"}
+    travel = re.compile(r"\b(travel\w*|trip|holiday|abroad)\b", re.I)
+    sizes = {"train": 64, "selection": 32, "test": 96}
+    for split, size in sizes.items():
+        rows = [json.loads(line) for line in (folder / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()]
+        assert len(rows) == len(task.split(split)) == size
+        assert {r["desk"] for r in rows} == labels, split
+        kinds = {r["kind"] for r in rows}
+        assert {k for k in kinds if k.startswith("rule_")} == set(rules), split
+        for kind, desk in rules.items():  # each rule's items present, and answered by the rule
+            answers = {r["desk"] for r in rows if r["kind"] == kind}
+            assert answers == {desk} and sum(r["kind"] == kind for r in rows) >= size // 16, (split, kind)
+        assert any(r["kind"] == "age_two_plus" and r["desk"] == "gp-appointment"
+                   and re.search(r"\b2\b", r["patient"]) for r in rows), split  # aged exactly 2, from below
+        plain = [r for r in rows if r["kind"] in labels]  # rule 3's words without the rule: their own desk
+        assert any(travel.search(r["message"]) and r["desk"] != "admin-office" for r in plain), split
+        assert any(re.search(r"jab|vaccin", r["message"]) and r["desk"] == "nurse-clinic" for r in plain), split
+    seed = task.seed_skill.lower()  # the seed states no house rule
+    assert not any(word in seed for word in ("ashcombe", "saltmarsh", "under 2", "month", "side effect", "travel",
+                                             "pregnan", "midwife", "care home", "nursing home", "sick note",
+                                             "fit note", "pharmacist"))
