@@ -115,6 +115,10 @@ class Plan:
         i = (step - 1) % self.steps_per_epoch
         return tuple(order[i * self.batch_size:(i + 1) * self.batch_size])
 
+    def rolled(self, after: int, step: int) -> tuple[Item, ...]:
+        """The train items of the batches of steps after..step, each once, in their order."""
+        return tuple({it.id: it for s in range(after + 1, step + 1) for it in self.batch(s)}.values())
+
     def slow_sample(self, epoch: int) -> tuple[Item, ...]:
         n = min(self.slow_samples, len(self.train))
         return tuple(random.Random(self.seed * 31 + epoch).sample(list(self.train), n))

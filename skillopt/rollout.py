@@ -183,6 +183,10 @@ class Evaluator:
         rows = self.cache.eval_get_many(keys)
         return [self._hit(it, rows.get(k)) for it, k in zip(items, keys)]
 
+    def known(self, skill: str, items: Sequence[Item]) -> tuple[Trajectory, ...]:
+        """The skill's cached results on those of the items it has one for: no call (the cache off, none)."""
+        return tuple(t for t in self.cached_many(sha(skill), items) if t is not None)
+
     @staticmethod
     def _hit(item: Item, row) -> Trajectory | None:
         if row is None:

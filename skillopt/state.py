@@ -57,6 +57,9 @@ class State:
     clues_rejected: tuple[str, ...] = ()
     # (incumbent and candidate key, step) of each step candidate the gate rejected: not gated again (repeats.py).
     tried: tuple[tuple[str, int], ...] = ()
+    # The step at which the incumbent took over (0: the start): the train batches after it were
+    # rolled out under it, so its results on them are known without a call (clue rules read them).
+    skill_since: int = 0
 
     def record_of(self, source: str) -> tuple[int, int] | None:
         """The pooled record of a model-free trial's kind (its edit's source); None: not pooled."""
@@ -82,7 +85,7 @@ class State:
             "test_values": {k: dict(v) for k, v in self.test_values.items()},
             "examples_record": list(self.examples_record), "template_tried": self.template_tried,
             "clues_record": list(self.clues_record), "clues_rejected": list(self.clues_rejected),
-            "tried": [list(t) for t in self.tried],
+            "tried": [list(t) for t in self.tried], "skill_since": self.skill_since,
         }
 
     @classmethod
@@ -104,7 +107,8 @@ class State:
                    template_tried=bool(data.get("template_tried", False)),
                    clues_record=tuple(data.get("clues_record", (0, 0))),
                    clues_rejected=tuple(str(w) for w in data.get("clues_rejected", ())),
-                   tried=tuple((str(k), int(step)) for k, step in data.get("tried", ())))
+                   tried=tuple((str(k), int(step)) for k, step in data.get("tried", ())),
+                   skill_since=int(data.get("skill_since", 0)))
 
 
 def rejected_json(r: RejectedEdit) -> dict[str, Any]:

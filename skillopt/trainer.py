@@ -192,7 +192,7 @@ class Trainer:
         """The train tasks seen so far, to check label rules against (a number has no answer to count)."""
         if not self.config.check_evidence or self.scoring is None or self.scoring.kind != "label":
             return None
-        return collect(self.plan.train, [it for s in range(1, step + 1) for it in self.plan.batch(s)], self.task.render,
+        return collect(self.plan.train, self.plan.rolled(0, step), self.task.render,
                        repair=self.config.repair_contradicted)
 
     def aggregate(self, step: int, minibatches: Sequence[reflect.MinibatchResult]) -> list[transforms.Candidate]:
@@ -238,16 +238,16 @@ class Trainer:
         return decision, state, result
 
     def try_examples(self, step: int, state: State, train: Batch) -> tuple[ev.ExamplesTrial | None, State]:
-        """The step's model-free trial, gated alone on the incumbent (its candidate was not kept):
-        the scorer's reply template the first time (template.py), then on a label task the train
-        split's rules for the step's failures where it has some (clues.py), else worked examples."""
+        """The step's model-free trial, gated alone on the incumbent (its candidate was not kept): the reply
+        template once (template.py), then on a label task the train split's rules (clues.py), else worked examples."""
         c, skill = self.config, state.skill
         fuzzy, label = c.fuzzy_anchor_threshold, self.scoring is not None and self.scoring.kind == "label"
         layout = self.scoring.template if self.scoring and not state.template_tried else ""
         found = c.use_gate and not c.approval_mode and (
             (c.worked_examples and template.for_skill(skill, layout, fuzzy))
-            or (c.clue_rules and label and clues.for_batch(skill, self.task.render, self.plan.train,
-                                                           train.trajectories, state.clues_rejected, fuzzy))
+            or (c.clue_rules and label and clues.for_batch(skill, self.task.render, self.plan.train, (
+                *train.trajectories, *self.evaluator.known(skill, self.plan.rolled(state.skill_since, step))),
+                state.clues_rejected, fuzzy))
             or (c.worked_examples and examples.for_step(skill, train.trajectories, self.plan.step_seed(step), fuzzy)))
         if not found:
             return None, state
@@ -270,7 +270,7 @@ class Trainer:
         if not d.accept:
             return "reject", state
         state = replace(state, skill=candidate, current_score=d.candidate_score,
-                        current_values=result.candidate_values)
+                        current_values=result.candidate_values, skill_since=step)
         if state.best_score is None or d.candidate_score > state.best_score:
             return "accept_new_best", replace(state, best_skill=candidate, best_score=d.candidate_score,
                                               best_step=step)
@@ -349,7 +349,7 @@ class Trainer:
                 decision, state = self.settle(step, state, candidate, gated)
             else:
                 # Forced in without a gate: its per-item values are unknown until the next gate scores it.
-                decision, state = "accept", replace(state, skill=candidate, current_values=())
+                decision, state = "accept", replace(state, skill=candidate, current_values=(), skill_since=step)
         elif result.ok:
             decision = "skip"
         event = ev.EpochCompleted(

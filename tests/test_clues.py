@@ -59,26 +59,70 @@ def test_the_edit_makes_the_section_then_adds_to_it_and_stops_when_full():
     assert clues.for_step(text, TRAIN, STEP, rejected=(), fuzzy=0.85) is None  # both stated already
     assert clues.for_step(skill, TRAIN, STEP, rejected=("gdpr", "broken"), fuzzy=0.85) is None
     # a second trial adds its rules to the section; a full section takes no more
-    more = [Example(f"voucher code {i} failed", "billing") for i in range(4)] + TRAIN
-    step = fails(("g1", "voucher expired", "billing"), ("g2", "voucher missing", "billing"))
+    more = ([Example(f"voucher code {i} failed", "billing") for i in range(4)]
+            + [Example(f"courier {i} never came", "shipping") for i in range(4)] + TRAIN)
+    step = fails(("g1", "voucher expired", "billing"), ("g2", "voucher missing", "billing"),
+                 ("h1", "courier late", "shipping"), ("h2", "courier rude", "shipping"))
     added, items, grown = clues.for_step(text, more, step + STEP, rejected=(), fuzzy=0.85)
-    assert added.section == "Routing > Clue rules" and added.content == '- If the task mentions "voucher", answer billing.'
-    assert items == ("g1", "g2") and clues.stated(grown) == {"gdpr", "broken", "voucher"}
+    assert added.section == "Routing > Clue rules" and added.content == (
+        '- If the task mentions "courier", answer shipping.\n- If the task mentions "voucher", answer billing.')
+    assert items == ("h1", "h2", "g1", "g2") and clues.stated(grown) == {"gdpr", "broken", "voucher", "courier"}
     assert grown.index('"voucher"') > grown.index('"broken"')
     full = text + "".join(f'- If the task mentions "w{i}", answer legal.\n' for i in range(clues.MAX_RULES - 2))
     assert clues.edit(full, clues.mine(TRAIN, STEP)) is None
 
 
+def test_a_trial_whose_rules_name_one_answer_is_not_offered():
+    # a lone `answer L` rule is applied beyond its word by a small target: the rules of a trial
+    # must name MIN_ANSWERS answers, however many failures the one answer's rules cover
+    assert clues.MIN_ANSWERS == 2
+    assert clues.for_step("# R\n", TRAIN, STEP[:2], rejected=(), fuzzy=0.85) is None  # gdpr -> legal only
+    assert clues.for_step("# R\n", TRAIN, STEP[:2] + STEP[3:4], rejected=(), fuzzy=0.85) is None  # one broken failure
+    edit, items, _ = clues.for_step("# R\n", TRAIN, STEP, rejected=(), fuzzy=0.85)
+    assert clues.words_of(edit) == ("gdpr", "broken") and items == ("f1", "f2", "f3", "f4")
+    # the section's room decides what is shown: one rule of room left is one answer, no trial
+    full = "# R\n\n## Clue rules\n\n" + "".join(f'- If the task mentions "w{i}", answer legal.\n'
+                                                for i in range(clues.MAX_RULES - 1))
+    assert clues.for_step(full, TRAIN, STEP, rejected=(), fuzzy=0.85) is None
+
+
+def test_the_failures_are_the_incumbents_known_train_results_each_item_once():
+    from skillopt.tasks.task import Evaluation, Item, Trajectory
+
+    train = [Item(id=f"t{i}", input={"q": e.text}, expected=e.answer, split="train") for i, e in enumerate(TRAIN)]
+    train += [Item(id=f, input={"q": e.text}, expected=e.answer, split="train") for f, e in STEP]
+
+    def traj(item_id: str, hard: float, error: str = "") -> Trajectory:
+        return Trajectory(item_id=item_id, prompt="", output="", expected="", evaluation=Evaluation(hard, hard, ""),
+                          error=error)
+
+    render = lambda it: it.input["q"]  # noqa: E731
+    # the step's batch has one failure of each clue; the earlier batches (cached) hold the second
+    step_batch = [traj("f1", 0.0), traj("f3", 0.0), traj("f5", 1.0)]
+    earlier = [traj("f2", 0.0), traj("f4", 0.0), traj("f1", 1.0)]
+    assert clues.for_batch("# R\n", render, train, step_batch, (), 0.85) is None
+    edit, items, _ = clues.for_batch("# R\n", render, train, [*step_batch, *earlier], (), 0.85)
+    assert set(clues.words_of(edit)) == {"gdpr", "broken"} and set(items) == {"f1", "f2", "f3", "f4"}
+    # an item's first result counts (the step's own), an errored result is no failure
+    passed = [traj("f1", 1.0), traj("f3", 0.0), traj("f5", 1.0)]
+    assert clues.for_batch("# R\n", render, train, [*passed, *earlier], (), 0.85) is None
+    errored = [traj("f2", 0.0, error="timeout"), traj("f4", 0.0)]
+    assert clues.for_batch("# R\n", render, train, [*step_batch, *errored], (), 0.85) is None
+
+
 def test_clue_rules_are_tried_alone_after_a_step_and_a_rejected_word_is_not_offered_again(tmp_path):
     import sqlite3
 
+    from skillopt.plan import Plan
     from skillopt.store.reader import Reader
-    from tests.helpers import run_sim
+    from tests.helpers import run_sim, sim_config
 
     db = tmp_path / "s.db"
     # sim-rulebook's answers are labels, so clue rules are on by default; at seed 6 one trial is
-    # kept and two are rejected (found by running it)
+    # kept and one rejected (found by running it)
     run_id = run_sim(db, "seed=6")
+    task = load_task("sim-rulebook")
+    plan = Plan.make(task, sim_config("seed=6").for_task(task))
     conn = sqlite3.connect(db)
     rows = conn.execute("SELECT g.step, g.decision, s.decision, e.content, e.rationale, e.note, g.reason, "
                         "g.flipped_json FROM gate_decisions g "
@@ -87,7 +131,7 @@ def test_clue_rules_are_tried_alone_after_a_step_and_a_rejected_word_is_not_offe
                         "WHERE g.run_id = ? AND g.kind = 'examples' ORDER BY g.step", (run_id,)).fetchall()
     assert rows, "a sim run with rejected steps tries clue rules"
     offered: set[str] = set()
-    task = load_task("sim-rulebook")
+    beyond = 0
     texts = {it.id: words(task.render(it)) for it in task.split("selection")}
     for step, decision, step_decision, content, rationale, note, reason, flipped in rows:
         assert step_decision in ("reject", "skip")
@@ -95,6 +139,10 @@ def test_clue_rules_are_tried_alone_after_a_step_and_a_rejected_word_is_not_offe
         assert named and len(named) <= clues.PER_TRIAL
         assert all(f"{w}: " in rationale and " train tasks answer " in rationale for w in named)
         assert "clue rules read off the train split's answers" in note and "gated alone" in note
+        # the failures a trial covers were rolled out by this step or an earlier one (under the incumbent)
+        items = note.split("for train items ", 1)[1].split(", gated alone", 1)[0].split(", ")
+        assert set(items) <= {it.id for it in plan.rolled(0, step)}
+        beyond += len(set(items) - {it.id for it in plan.batch(step)})
         assert not offered & set(named), "a word is offered once: stated when kept, remembered when rejected"
         offered |= set(named)
         # the reason says where the flipped items lie: on the tasks naming a rule's word or not
@@ -115,6 +163,7 @@ def test_clue_rules_are_tried_alone_after_a_step_and_a_rejected_word_is_not_offe
         reader.close()
     assert {step: "rule" for step, *_ in rows}.items() <= trials.items()
     assert {d.startswith("accept") for _, d, *_ in rows} == {True, False}
+    assert beyond, "a trial covers failures of earlier batches, read from the cache"
     off = run_sim(db, "seed=6", "clue_rules=false")
     assert not conn.execute("SELECT 1 FROM edits WHERE run_id = ? AND source = 'rule'", (off,)).fetchall()
     conn.close()
@@ -158,3 +207,13 @@ def test_the_checkpoint_keeps_the_rule_trials_record_and_rejected_words():
     # a checkpoint written before clue rules existed resumes with none tried
     old = {k: v for k, v in after.to_json().items() if not k.startswith("clues_")}
     assert State.from_json(old).clues_record == (0, 0) and State.from_json(old).clues_rejected == ()
+
+
+def test_the_checkpoint_keeps_when_the_incumbent_took_over():
+    from skillopt.state import State
+
+    s = State(step=3, skill="# S\n", current_score=0.5, best_skill="# S\n", best_score=0.5, best_step=0,
+              epoch_start_skill="# S\n", skill_since=2)
+    assert State.from_json(s.to_json()).skill_since == 2
+    old = {k: v for k, v in s.to_json().items() if k != "skill_since"}  # written before the field existed
+    assert State.from_json(old).skill_since == 0

@@ -85,6 +85,15 @@ def test_selection_and_test_caps():
     assert len(plan(task, "selection_size=99").selection) == 20  # a cap above the size is the whole split
 
 
+def test_rolled_is_the_batches_after_a_step_up_to_another_each_item_once():
+    p = plan(None, "batch_size=4", "num_epochs=2")  # 10 items: 3 steps an epoch
+    assert ids(p.rolled(0, 2)) == ids(p.batch(1)) + ids(p.batch(2))
+    assert ids(p.rolled(1, 2)) == ids(p.batch(2)) and p.rolled(2, 2) == ()
+    across = ids(p.rolled(2, 4))  # the last batch of epoch 1 and the first of epoch 2 may share items
+    assert len(across) == len(set(across)) and set(across) == set(ids(p.batch(3))) | set(ids(p.batch(4)))
+    assert set(ids(p.rolled(0, 6))) == set(ids(p.train))
+
+
 def test_slow_sample_is_distinct_train_items():
     p = plan(FakeTask(n_train=30), "slow_update_samples=12")
     sample = ids(p.slow_sample(2))

@@ -170,6 +170,19 @@ def test_failed_rollouts_are_not_cached(task):
     assert COUNTER.calls == 6 and batch.n_errors == 0 and len(cache.rows) == 3
 
 
+def test_known_is_the_cached_results_without_a_call(task):
+    items = task.split("selection")[:4]
+    cache = DictCache()
+    ev_ = evaluator(task, cache=cache)
+    first = ev_.run(SKILL, items[:2], step=1, split="train", purpose="train", stage="rollout")
+    calls = COUNTER.calls
+    known = ev_.known(SKILL, items)
+    assert [t.item_id for t in known] == [it.id for it in items[:2]] and COUNTER.calls == calls
+    assert [t.evaluation for t in known] == [t.evaluation for t in first.trajectories]
+    assert ev_.known(SKILL + "\n- Other.\n", items) == ()
+    assert evaluator(task, cache=cache, use_cache=False).known(SKILL, items) == ()
+
+
 def test_use_cache_false_never_reads_or_writes(task):
     items = task.split("selection")[:4]
     cache = DictCache()

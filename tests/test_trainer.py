@@ -100,6 +100,27 @@ def test_meta_skill_reaches_next_epoch_prompts(tmp_path):
     assert not any(needle in p for p in earlier)
 
 
+def test_each_checkpoint_says_since_when_its_incumbent_holds(tmp_path):
+    # clue rules read the incumbent's results on the train batches rolled out since it took over
+    config = sim_config("seed=6")
+    store = Store(tmp_path / "s.db")
+    task = load_task("sim-rulebook")
+    store.create_run(run_id="since", name="since", task=task.name, task_path=str(task.path),
+                     config_json=config.to_json(), simulated=True, items=[], seed_skill=task.seed_skill)
+    states = []
+    collect = lambda e: states.append(e.state) if getattr(e, "state", None) is not None else None  # noqa: E731
+    status = fit(task, config, build_models(config, store, "since", Meter()),
+                 Hooks(callbacks=(store, collect), cache=store), run_id="since")
+    store.close()
+    assert status == "completed"
+    since, skill, changes = 0, states[0].skill, 0
+    for state in states:
+        if state.skill != skill:
+            since, skill, changes = state.step, state.skill, changes + 1
+        assert state.skill_since == since, state.step
+    assert changes >= 2  # a step, a trial or the slow update took over more than once
+
+
 def test_same_seed_same_run(tmp_path):
     a = run_sim(tmp_path / "a.db", "num_epochs=1")
     b = run_sim(tmp_path / "b.db", "num_epochs=1")
