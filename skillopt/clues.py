@@ -172,7 +172,8 @@ def explained(decision: GateDecision, e: Edit, flipped: Sequence[tuple[str, floa
     store says whether its record came from the tasks its words name; another trial's as it is."""
     if e.source != "rule":
         return decision
-    texts = {it.id: words(render(it)) for it in items}
+    flips = {item for item, _, _ in flipped}
+    texts = {it.id: words(render(it)) for it in items if it.id in flips}
     return dataclasses.replace(decision, reason=f"{decision.reason}; {reach(flipped, texts, words_of(e))}")
 
 
@@ -180,9 +181,9 @@ def reach(flipped: Sequence[tuple[str, float, float]], texts: Mapping[str, froze
           named: Collection[str]) -> str:
     """Where a rule trial's flipped items (item id, value before, value after) lie: on the
     tasks that mention one of its words (`texts`: an item's words) and on the others."""
-    counts = {True: [0, 0], False: [0, 0]}
+    counts, named = {True: [0, 0], False: [0, 0]}, frozenset(named)
     for item, before, after in flipped:
-        counts[bool(texts.get(item, frozenset()) & set(named))][after < before] += 1
+        counts[bool(texts.get(item, frozenset()) & named)][after < before] += 1
     (mw, ml), (ow, ol) = counts[True], counts[False]
     text = f"on tasks that mention its words {mw} won, {ml} lost; on the others {ow} won, {ol} lost"
     return text + (" (the target applied the rules beyond their words)" if ow + ol > mw + ml else "")
