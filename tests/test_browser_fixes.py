@@ -208,10 +208,12 @@ def test_new_run_problems_sit_beside_their_fields(dashboard, page, tmp_path):
     settle(page)
     floor = page.get_by_role("spinbutton", name="min_learning_rate", exact=True)
     # settle() can return before the radio's rerun has started; a click that lands in that
-    # rerun is redrawn away and the group stays closed, so click until the field shows.
+    # rerun is redrawn away and the group stays closed, so click until the field shows. While
+    # that rerun draws, the old form's group and the new one can both be on the page: the
+    # newest is the one that stays.
     for _ in range(3):
         if not floor.is_visible():
-            page.get_by_text(re.compile(r"^Learning rate \(3\)$")).click()
+            page.get_by_text(re.compile(r"^Learning rate \(3\)$")).last.click()
         try:
             floor.wait_for(timeout=5_000)
             break
