@@ -43,7 +43,7 @@ from .tasks.task import Item, Trajectory, expected_text
 SECTION = "Clue rules"
 MIN_SUPPORT = 4  # fewer train tasks with the word than this is a coincidence, not a clue
 PRECISION = 0.8  # the share of the word's train tasks that must have the rule's answer: a clear pattern
-MIN_FIXES = 2  # step failures the rule must cover: one could be an outlier of its answer
+MIN_FIXES = 2  # the incumbent's train failures the rule must cover: one could be an outlier of its answer
 PER_TRIAL = 6  # rules one trial adds: two clues for each of three answers, small enough to judge
 MAX_RULES = 12  # the section's size limit: past it no rule is offered (the skill stays short)
 # Answers a trial's rules must name. With one rule, "compostable" -> residual, a 1.5B target
