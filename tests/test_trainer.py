@@ -80,16 +80,23 @@ class SpyLLM:
         return self.inner.useful_concurrency()
 
 
-def test_meta_skill_reaches_next_epoch_prompts(tmp_path):
-    config = sim_config("num_epochs=3")
-    store = Store(tmp_path / "s.db")
+def fit_sim(db, config, run_id: str, *, wrap=lambda models: models, callbacks=()) -> str:
+    """Train sim-rulebook by calling fit directly (models wrapped, callbacks beside the store)."""
+    store = Store(db)
     task = load_task("sim-rulebook")
-    store.create_run(run_id="spy", name="spy", task=task.name, task_path=str(task.path),
+    store.create_run(run_id=run_id, name=run_id, task=task.name, task_path=str(task.path),
                      config_json=config.to_json(), simulated=True, items=[], seed_skill=task.seed_skill)
-    models = build_models(config, store, "spy", Meter())
+    try:
+        return fit(task, config, wrap(build_models(config, store, run_id, Meter())),
+                   Hooks(callbacks=(store, *callbacks), cache=store), run_id=run_id)
+    finally:
+        store.close()
+
+
+def test_meta_skill_reaches_next_epoch_prompts(tmp_path):
     prompts: list = []
-    models = type(models)(target=models.target, optimizer=SpyLLM(models.optimizer, prompts), judge=models.judge)
-    status = fit(task, config, models, Hooks(callbacks=(store,), cache=store), run_id="spy")
+    spy = lambda m: type(m)(target=m.target, optimizer=SpyLLM(m.optimizer, prompts), judge=m.judge)  # noqa: E731
+    status = fit_sim(tmp_path / "s.db", sim_config("num_epochs=3"), "spy", wrap=spy)
     assert status == "completed"
     meta = Reader(tmp_path / "s.db").meta_skills("spy")
     epoch2 = next(m["content"] for m in meta if m["epoch"] == 2)
@@ -102,17 +109,9 @@ def test_meta_skill_reaches_next_epoch_prompts(tmp_path):
 
 def test_each_checkpoint_says_since_when_its_incumbent_holds(tmp_path):
     # clue rules read the incumbent's results on the train batches rolled out since it took over
-    config = sim_config("seed=6")
-    store = Store(tmp_path / "s.db")
-    task = load_task("sim-rulebook")
-    store.create_run(run_id="since", name="since", task=task.name, task_path=str(task.path),
-                     config_json=config.to_json(), simulated=True, items=[], seed_skill=task.seed_skill)
     states = []
     collect = lambda e: states.append(e.state) if getattr(e, "state", None) is not None else None  # noqa: E731
-    status = fit(task, config, build_models(config, store, "since", Meter()),
-                 Hooks(callbacks=(store, collect), cache=store), run_id="since")
-    store.close()
-    assert status == "completed"
+    assert fit_sim(tmp_path / "s.db", sim_config("seed=6"), "since", callbacks=(collect,)) == "completed"
     since, skill, changes = 0, states[0].skill, 0
     for state in states:
         if state.skill != skill:
