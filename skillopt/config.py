@@ -60,8 +60,13 @@ class RunConfig:
     worked_examples: bool = True  # on: it runs only after a rejected step, so it never sinks a good edit
     # The examples are the engine's extra try on every rejected step, and at the gate's own
     # 0.5 a change with no effect passes about every other try; so a trial is kept only when
-    # the items won and lost by all the run's trials, pooled, pass a sign test at this level.
+    # the items it won and lost pass a sign test at this level.
     worked_examples_alpha: float = 0.2  # a no-effect change passes at most about 1 time in 5
+    # Judge each worked-examples or clue-rule trial alone at that level, a worked-examples trial
+    # on the selection split plus the incumbent's train rollouts it does not show (examples.fair:
+    # fair items at no incumbent call). Off: selection only, kept when every trial's items
+    # pooled pass, which judges a trial by its predecessors' items too.
+    trial_train_items: bool = True  # on: a trial's power comes from fair items, not from other trials
     # On a task whose answers are labels, such a step first tries rules read off the train
     # split (clues.py: a word most of whose train tasks share one answer, in failures of the
     # step), gated alone and pooled like the examples; worked examples when there is none.

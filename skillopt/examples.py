@@ -13,21 +13,22 @@ on their own. For any task type: the task is the text its trajectory was prompte
 the lines every task shares, and the answer is the expected answer as text (a label, a
 number, a JSON object).
 
-A trial answers two questions. Does this set of examples help? Its own paired gate says, as
-for any candidate. Do worked examples help this task at all? A trial runs on every rejected
-step, so at the gate's level (any net win) luck alone would let some in: that question is
-judged on the items won and lost by all the run's trials so far, pooled (`pooled`), by a
-one-sided sign test at `worked_examples_alpha`. A real effect gains evidence with every
-trial, even where one trial's few items on a small selection split cannot show it; a change
-with no effect gains none. The trial's gate holds that record as its prior (gate.Prior), so it
-evaluates until the pooled test is decided too: alone it would stop at its own decision, which
-against an incumbent that fails every item comes after the first win and adds 1-0 to the record.
+A trial runs on every rejected step, so at the gate's own level (any net win) luck alone
+would let some in; it is kept only when its items won and lost pass a one-sided sign test at
+`worked_examples_alpha`. By default (`trial_train_items`) each trial is judged alone, on the
+selection split and on the incumbent's train rollouts it does not show (`fair`): nothing
+about those went into it, and their values cost no call, so a trial of a real effect has two
+to three times the items to show it on. Otherwise the test is on the items won and lost by
+all the run's trials so far, pooled (`pooled`), the trial's gate holding that record as its
+prior (gate.Prior) so that it evaluates until the pooled test is decided; that judges a trial
+partly by its predecessors' items: on waste-sorting a trial that won 4 and lost 1 was
+rejected because three earlier ones had won 8 and lost 10 between them.
 """
 from __future__ import annotations
 
 import dataclasses
 import random
-from typing import Sequence
+from typing import Collection, Sequence
 
 from .gate import GateDecision, Prior, sign_test_p
 from .patch import Edit, apply_edits
@@ -87,19 +88,34 @@ def for_step(skill: str, trajectories: Sequence[Trajectory], seed: int,
     return (*found, patch.text) if found and patch and patch.applied else None
 
 
+def fair(shown: Collection[str], known: Sequence[Trajectory]) -> tuple[Trajectory, ...]:
+    """The incumbent's train rollouts a worked-examples trial is also gated on: all it has
+    (`known`), but the items the trial shows, each item once, errored ones left out. Nothing
+    about the others went into the trial (it shows a few failures picked by the step's seed), so
+    they are as fair a test of it as the selection split, and their incumbent values cost no call."""
+    first: dict[str, Trajectory] = {}
+    for t in known:
+        first.setdefault(t.item_id, t)
+    return tuple(t for i, t in first.items() if i not in shown and not t.error)
+
+
 def prior(record: tuple[int, int], alpha: float) -> Prior:
     """The trial gate's prior: every earlier trial's items won and lost, pooled at `alpha`."""
     return Prior(*record, alpha=alpha)
 
 
 def pooled(d: GateDecision, record: tuple[int, int], alpha: float,
-           what: str = "worked examples") -> tuple[GateDecision, tuple[int, int]]:
+           what: str = "worked examples", binding: bool = True) -> tuple[GateDecision, tuple[int, int]]:
     """A trial's decision given every trial's items won and lost so far (`record`, before this
     one), and the record after it: kept only if the trial's own gate accepts it and the pooled
     record passes the sign test at `alpha` (a gate given the record as its prior has applied
     this rule already; this states it in the reason and holds for any gate). `what` names the
-    kind of trial in the reason (clue rules are pooled the same way, on a record of their own)."""
+    kind of trial in the reason (clue rules are pooled the same way, on a record of their own).
+    Not `binding` (a trial judged alone) the decision is the trial's own and the record is only
+    kept: a gate that evaluates its weakest items first and stops early has no fair record to pool."""
     wins, losses = record[0] + d.wins, record[1] + d.losses
+    if not binding:
+        return d, (wins, losses)
     p = sign_test_p(wins, losses)
     verdict = f"all trials so far: {wins} items won, {losses} lost, sign test p = {p:.3f}"
     if d.accept and p > alpha:

@@ -49,9 +49,10 @@ class Trainer:
         self.plan = Plan.make(task, config)
         self.evaluator = Evaluator.of(task, models, config, cache=hooks.cache, run_id=run_id, emit=self.emit)
         self.gate = Validator(config, self.plan, self.evaluator, self.evaluate, self.emit, run_id)
-        # The examples' own gate is paired in either mode: its items won and lost are pooled.
-        self.examples_gate = Validator(replace(config, gate_mode="paired"), self.plan, self.evaluator, self.evaluate,
-                                       self.emit, run_id)
+        # The trials' gates are paired in either mode; a trial judged alone passes at worked_examples_alpha.
+        self.examples_gate, self.trial_gate = (Validator(replace(config, gate_mode="paired", gate_alpha=a), self.plan,
+                                                         self.evaluator, self.evaluate, self.emit, run_id)
+                                               for a in (config.gate_alpha, config.worked_examples_alpha))
         self.screen = Screen(self.evaluate, self.gate.values, config.fuzzy_anchor_threshold, config.max_error_rate)
         # How the task scores replies picks the reflection's template (a plug-in may not say).
         self.scoring = task.scoring() if hasattr(task, "scoring") else None
@@ -84,8 +85,7 @@ class Trainer:
         plan = self.plan
         self.emit(ev.RunStarted(run_id=self.run_id, total_steps=plan.total_steps,
                                 steps_per_epoch=plan.steps_per_epoch, resumed=state is not None))
-        status: RunStatus = "completed"
-        reason = ""
+        status, reason = "completed", ""
         try:
             # Re-entrant: each unit of work takes the last checkpoint and returns the next (resume = enter again).
             if state is None:
@@ -243,21 +243,23 @@ class Trainer:
         c, skill = self.config, state.skill
         fuzzy, label = c.fuzzy_anchor_threshold, self.scoring is not None and self.scoring.kind == "label"
         layout = self.scoring.template if self.scoring and not state.template_tried else ""
+        known = (*train.trajectories, *self.evaluator.known(skill, self.plan.rolled(state.skill_since, step)))
         found = c.use_gate and not c.approval_mode and (
             (c.worked_examples and template.for_skill(skill, layout, fuzzy))
-            or (c.clue_rules and label and clues.for_batch(skill, self.task.render, self.plan.train, (
-                *train.trajectories, *self.evaluator.known(skill, self.plan.rolled(state.skill_since, step))),
-                state.clues_rejected, fuzzy))
+            or (c.clue_rules and label and clues.for_batch(skill, self.task.render, self.plan.train, known,
+                                                           state.clues_rejected, fuzzy))
             or (c.worked_examples and examples.for_step(skill, train.trajectories, self.plan.step_seed(step), fuzzy)))
         if not found:
             return None, state
         edit, items, text = found
         what, record = TRIAL_NAMES[edit.source], state.record_of(edit.source)  # the template has no record
         self.enter(step, "gate", f"{what}, gated alone")
-        prior = examples.prior(record, c.worked_examples_alpha) if record is not None else None
-        result = self.examples_gate.run(step, skill, text, dict(state.current_values), "examples", prior)
+        alone = c.trial_train_items and record is not None  # examples and rules; the template is judged once
+        extra = examples.fair(items, known) if alone and edit.source == "example" else ()  # rules read every label
+        result = (self.trial_gate if alone else self.examples_gate).run(step, skill, text, dict(state.current_values),
+            "examples", examples.prior(record, c.worked_examples_alpha) if record and not alone else None, extra)
         judged, record = (result.decision, None) if record is None else \
-            examples.pooled(result.decision, record, c.worked_examples_alpha, what)
+            examples.pooled(result.decision, record, c.worked_examples_alpha, what, binding=not alone)
         judged = clues.explained(judged, edit, result.flipped, self.task.render, self.plan.selection)
         state = state.after_trial(edit.source, record, () if judged.accept else clues.words_of(edit))
         decision, state = self.settle(step, state, text, replace(result, decision=judged))
@@ -308,9 +310,8 @@ class Trainer:
 
     # ---- epoch end and final tests ---------------------------------------------------
     def end_epoch(self, epoch: int, state: State) -> State:
-        c, step = self.config, state.step
+        c, step, comparison = self.config, state.step, None
         event = ev.EpochCompleted(run_id=self.run_id, epoch=epoch, step=step, ran_slow_update=False)
-        comparison = None
         if epoch >= 2 and c.use_slow_update:
             event, state, comparison = self.slow_update(epoch, state)
         if epoch >= 2 and c.use_meta_skill:  # an independent switch: it learns from the edits alone too
@@ -339,8 +340,7 @@ class Trainer:
         comparison = slow.compare(prev.scored, cur.scored)
         result = slow.slow_update(self.models.optimizer, skill=state.skill, previous_skill=state.epoch_start_skill,
                                   comparison=comparison, prev=prev.scored, cur=cur.scored, step=step, epoch=epoch)
-        decision: Decision = "failed"
-        gate_decision, candidate = None, None
+        decision, gate_decision, candidate = "failed", None, None
         if result.ok and result.skill != state.skill:
             candidate = result.skill
             if c.slow_update_gate:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Collection, Mapping, Sequence
 
 from . import events as ev
 from . import gate, spread
@@ -130,11 +130,12 @@ class Validator:
         return self.with_intervals(d, inc_var, cand_var, common)
 
     def run(self, step: int, current: str, candidate: str, incumbent: Mapping[str, float],
-            stage: str, prior: gate.Prior | None = None) -> GateResult:
+            stage: str, prior: gate.Prior | None = None, extra: Sequence[Trajectory] = ()) -> GateResult:
         """Gate `candidate` against `current`, whose known per-item values are `incumbent`;
-        `prior` (paired gate only): earlier comparisons' record that must pass pooled with this one."""
+        `prior` (paired gate only): earlier comparisons' record that must pass pooled with this one;
+        `extra` (paired gate only): `current`'s train rollouts the comparison also counts (see paired)."""
         if self.config.gate_mode == "paired" and self.config.use_gate:
-            return self.paired(step, current, candidate, stage, prior)
+            return self.paired(step, current, candidate, stage, prior, extra)
         return self.strict(step, current, candidate, incumbent, stage)
 
     def strict(self, step: int, current: str, candidate: str, incumbent: Mapping[str, float],
@@ -166,17 +167,25 @@ class Validator:
                           candidate_values=tuple(after.items()))
 
     def paired(self, step: int, current: str, candidate: str, stage: str,
-               prior: gate.Prior | None = None) -> GateResult:
+               prior: gate.Prior | None = None, extra: Sequence[Trajectory] = ()) -> GateResult:
         """Walk items in a seeded order; stop as soon as the outcome cannot change.
 
         The incumbent's per-item values come from the evaluation cache (it was scored
         when it became the incumbent); only the candidate's evaluation stops early. Items
         either skill could not be scored on are left out of the comparison.
+
+        `extra`: the incumbent's rollouts of train items the comparison counts beside the
+        selection split (a trial's fair items: trainer.try_examples). They join the decision's
+        wins, losses and p; its scores, the candidate's values and the record of the split stay
+        the selection split's, so the curves and the best skill mean what they always do.
         """
         c = self.config
         items = {it.id: it for it in self.plan.selection}
-        values = self.values(self.evaluate(current, list(items.values()), step=step, split="selection",
-                                           purpose=f"{stage}_current", stage=stage))
+        selection = self.values(self.evaluate(current, list(items.values()), step=step, split="selection",
+                                              purpose=f"{stage}_current", stage=stage))
+        train = {t.item_id: t for t in extra if not t.error and t.item_id not in items}
+        values = self.joined(selection, train)
+        items |= {it.id: it for it in self.plan.train if it.id in train}
         # The incumbent's weakest items first: only there can the candidate gain, so a
         # candidate that fixes too little is rejected after those few items. Any order gives
         # the full evaluation's decision (PairedGate's bounds are exact); this one stops soonest
@@ -203,19 +212,45 @@ class Validator:
             pg = pg.observe(item_id, self.value(traj), self.variance(traj))
             if values[item_id] != self.value(traj):
                 flipped.append((item_id, values[item_id], self.value(traj)))
-        self.emit(ev.RolloutsDone(run_id=self.run_id, step=step, split="selection", purpose=f"{stage}_candidate",
-                                  skill_sha=sha(candidate), trajectories=tuple(trajs), cached=tuple(hits)))
+        self.emit_candidate(step, stage, candidate, trajs, hits, train)
         if Batch(tuple(trajs), tuple(hits)).dead:  # a candidate too long for the target is only rejected
             raise ModelError(f"all {len(trajs)} gate rollouts failed ({trajs[0].error}); stopping instead of "
                              f"scoring them 0")
-        scored = [t for t in trajs if not t.error]
-        decision = dataclasses.replace(whole_split_scores(pg.decision(), values, scored, self.value),
-                                       n_errors=len(trajs) - len(scored), n_errors_current=len(items) - len(values))
+        scored = [t for t in trajs if not t.error and t.item_id not in train]
+        decision = self.on_selection(pg.decision(), selection, scored, sum(1 for t in trajs if t.error), len(train))
+        return GateResult(decision=incomplete(decision, len(self.plan.selection) + len(train), c.max_error_rate),
+                          flipped=tuple(flipped), candidate_values=tuple((t.item_id, self.value(t)) for t in scored))
+
+    def on_selection(self, d: gate.GateDecision, selection: Mapping[str, float], scored: Sequence[Trajectory],
+                     n_errors: int, n_train: int) -> gate.GateDecision:
+        """A paired decision's scores and intervals restated over the selection split (`scored`:
+        the candidate's selection rollouts), its errors counted, its train items named."""
+        d = dataclasses.replace(whole_split_scores(d, selection, scored, self.value), n_errors=n_errors,
+                                n_errors_current=len(self.plan.selection) - len(selection))
+        if n_train:
+            d = dataclasses.replace(d, reason=f"{d.reason} (on the {len(selection)} selection items and {n_train} "
+                                              f"train items the change was not made from)")
         # Items the candidate was not scored on count as unchanged: the incumbent's noise is theirs.
-        cand_var = {**inc_var, **{t.item_id: self.variance(t) for t in scored}}
-        decision = self.with_intervals(decision, inc_var, cand_var, list(values))
-        return GateResult(decision=incomplete(decision, len(items), c.max_error_rate), flipped=tuple(flipped),
-                          candidate_values=tuple((t.item_id, self.value(t)) for t in scored))
+        sel_var = variances(selection)
+        cand_var = {**sel_var, **{t.item_id: self.variance(t) for t in scored}}
+        return self.with_intervals(d, sel_var, cand_var, list(selection))
+
+    def joined(self, selection: Mapping[str, float], train: Mapping[str, Trajectory]) -> dict[str, float]:
+        """The selection split's incumbent values with its train rollouts' (and their variances)."""
+        values = {**selection, **{i: self.value(t) for i, t in train.items()}}
+        if self.config.samples_per_item <= 1:
+            return values
+        return Values(values, {**variances(selection), **{i: self.variance(t) for i, t in train.items()}})
+
+    def emit_candidate(self, step: int, stage: str, candidate: str, trajs: Sequence[Trajectory],
+                       hits: Sequence[bool], train: Collection[str]) -> None:
+        """Record the candidate's gate rollouts, those of `train` items under the train split."""
+        for split, part in (("selection", [k for k, t in enumerate(trajs) if t.item_id not in train]),
+                            ("train", [k for k, t in enumerate(trajs) if t.item_id in train])):
+            if part or split == "selection":
+                self.emit(ev.RolloutsDone(run_id=self.run_id, step=step, split=split, purpose=f"{stage}_candidate",
+                                          skill_sha=sha(candidate), trajectories=tuple(trajs[k] for k in part),
+                                          cached=tuple(hits[k] for k in part)))
 
 
 def whole_split_scores(d: gate.GateDecision, incumbent: dict[str, float], trajs,

@@ -149,7 +149,7 @@ def test_no_examples_trial_in_approval_mode_or_without_a_gate(tmp_path):
 def test_a_trials_gate_holds_the_pooled_record_so_it_never_stops_before_the_pooled_test_is_decided(tmp_path):
     db = tmp_path / "s.db"
     run_id = run_sim(db, "worked_examples=true", "optimizer_model=sim/learner?noise=1", "seed=6",
-                     "worked_examples_alpha=0.05", "clue_rules=false")
+                     "worked_examples_alpha=0.05", "clue_rules=false", "trial_train_items=false")
     conn = sqlite3.connect(db)
     # worked-examples trials only: the reply-template trial is not pooled with them (test_template.py)
     rows = conn.execute("SELECT g.decision, g.wins, g.losses, g.early_stop, g.reason FROM gate_decisions g "
@@ -163,3 +163,49 @@ def test_a_trials_gate_holds_the_pooled_record_so_it_never_stops_before_the_pool
         assert f"all trials so far: {record[0]} items won, {record[1]} lost" in reason
         # an early stop decides the pooled test too: the pooled rule never overturns it
         assert not (early and "not yet evidence" in reason), reason
+
+
+def test_a_trials_fair_items_are_the_known_train_rollouts_it_does_not_show():
+    known = (*STEP, traj("a", "a greasy pizza box", "residual", hard=1.0), traj("f", "a tin can", "packaging"))
+    fair = examples.fair({"a", "c"}, known)
+    assert [t.item_id for t in fair] == ["b", "d", "f"]  # shown (a, c) and errored (e) left out, each once
+
+
+def test_a_trial_judged_alone_keeps_the_record_without_being_bound_by_it():
+    won = GateDecision(accept=True, current_score=0.3, candidate_score=0.4, margin=0.1, p_value=0.19, n_items=90,
+                       n_evaluated=40, wins=4, losses=1, early_stop=True, reason="accept")
+    bound, record = examples.pooled(won, (8, 10), 0.2)
+    assert not bound.accept and record == (12, 11) and "not yet evidence" in bound.reason
+    alone, record = examples.pooled(won, (8, 10), 0.2, binding=False)
+    assert alone == won and record == (12, 11)
+
+
+def test_by_default_a_worked_examples_trial_is_also_gated_on_the_train_items_it_does_not_show(tmp_path):
+    db = tmp_path / "s.db"
+    noisy = ("worked_examples=true", "optimizer_model=sim/learner?noise=1", "seed=6", "clue_rules=false")
+    on, off = run_sim(db, *noisy), run_sim(db, *noisy, "trial_train_items=false")
+    conn = sqlite3.connect(db)
+    selection = conn.execute("SELECT COUNT(*) FROM items WHERE run_id = ? AND split = 'selection'", (on,)).fetchone()[0]
+
+    def gates(run_id):
+        return conn.execute("SELECT g.step, g.n_items, g.reason FROM gate_decisions g JOIN edits e ON e.run_id = "
+                            "g.run_id AND e.step = g.step AND e.source = 'example' WHERE g.run_id = ? AND "
+                            "g.kind = 'examples'", (run_id,)).fetchall()
+
+    widened = [(step, n) for step, n, reason in gates(on) if "train items the change was not made from" in reason]
+    assert all("p <= 0.5" not in reason and "all trials so far" not in reason for _, _, reason in gates(on))  # alone
+    assert widened and all(n > selection for _, n in widened)
+    rolled = set()
+    for step, _ in widened:  # the candidate's train rollouts are recorded under the train split, shown items not
+        ids = {r[0] for r in conn.execute("SELECT item_id FROM rollouts WHERE run_id = ? AND step = ? AND purpose = "
+                                          "'examples_candidate' AND split = 'train'", (on, step))}
+        note = conn.execute("SELECT note FROM edits WHERE run_id = ? AND step = ? AND source = 'example'",
+                            (on, step)).fetchone()[0]
+        shown = set(note.split("worked examples of train items ")[1].split(", gated alone")[0].split(", "))
+        assert ids <= {r[0] for r in conn.execute("SELECT item_id FROM items WHERE run_id = ? AND split = 'train'",
+                                                  (on,))}
+        assert shown and not ids & shown
+        rolled |= ids  # a trial may stop early, before any train item
+    assert rolled
+    assert gates(off) and all(n <= selection and "train items" not in reason for _, n, reason in gates(off))
+    conn.close()
