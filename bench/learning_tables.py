@@ -17,6 +17,10 @@ LEARNING_TRIALS = {
     "learning-before-auto-metric": "The defaults before the auto gate metric (a choice scorer is all or nothing, so "
                                    "on ticket-routing the auto metric is hard and gates the same), with speculative "
                                    "rollouts that warmed the next batch while the gate ran",
+    "learning-before-trials-alone": "The defaults before trials were judged alone (`trial_train_items=false`: a "
+                                    "worked-examples or clue-rule trial on the selection split only, kept when every "
+                                    "trial's items pooled pass), the run that showed a 4–1 trial rejected for its "
+                                    "predecessors' 8–10",
     "learning-before-template": "The defaults before the reply-template trial (worked examples only, the trial's gate "
                                 "holding the pooled record as its prior)",
     "learning-examples-pooled": "Worked examples pooled, each trial's gate stopping at its own decision (the defaults "
