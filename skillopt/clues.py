@@ -17,8 +17,10 @@ A trial's rules are taken in turns across answers (each answer's best clue first
 the failures it covers, then its precision and support), so one step's rules are not all
 synonyms of one clue. For any task whose answers are labels; the rules' words come from the
 tasks' own text, so nothing here knows a domain. Like worked examples, the rules are gated
-alone on the incumbent, their items won and lost pooled over the run's rule trials (the
-trainer); a word whose rules were rejected is not offered again.
+alone on the incumbent and judged on their own items (with `trial_train_items=false`, pooled
+over the run's rule trials), on the selection split only: they were read off every train
+task's answer, so no train item is a fair test of them (the trainer). A word whose rules were
+rejected is not offered again.
 
 A small target may apply a rule beyond its clue: given one `answer L` rule it can answer L to
 tasks that never mention the word. So a trial's rules must name at least MIN_ANSWERS answers

@@ -69,7 +69,7 @@ class RunConfig:
     trial_train_items: bool = True  # on: a trial's power comes from fair items, not from other trials
     # On a task whose answers are labels, such a step first tries rules read off the train
     # split (clues.py: a word most of whose train tasks share one answer, in failures of the
-    # step), gated alone and pooled like the examples; worked examples when there is none.
+    # step), gated alone and judged like the examples; worked examples when there is none.
     clue_rules: bool = True  # on: the data's own rules cost no model call to find, only their trial
     # --- gate ---
     use_gate: bool = True  # without the gate every candidate is accepted (ablation only)

@@ -47,8 +47,8 @@ class State:
     # Each final test's gate value per scored item: the lift is measured from them, also
     # after a resume that did not run those tests again.
     test_values: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
-    # Items won and lost by every worked-examples trial so far: whether examples help this
-    # task at all is judged on all of them (examples.pooled).
+    # Items won and lost by every worked-examples trial so far: with trial_train_items off,
+    # whether examples help this task at all is judged on all of them (examples.pooled).
     examples_record: tuple[int, int] = (0, 0)
     template_tried: bool = False  # the scorer's reply template was gated once (template.py): never again
     # Items won and lost by every clue-rule trial so far (pooled like the examples'), and the
