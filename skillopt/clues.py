@@ -40,7 +40,7 @@ from .evidence import MAX_SHARE, Example, words
 from .gate import GateDecision
 from .patch import Edit, apply_edits
 from .skill import sections
-from .tasks.task import Item, Trajectory, expected_text
+from .tasks.task import Item, Trajectory, expected_text, first_results
 
 SECTION = "Clue rules"
 MIN_SUPPORT = 4  # fewer train tasks with the word than this is a coincidence, not a clue
@@ -156,10 +156,8 @@ def for_batch(skill: str, render: Callable[[Item], str], train: Sequence[Item], 
     the target reads it, without the skill), and the failures among `rolled` (errored items are
     none; an item rolled out twice counts once, its first result)."""
     known = {it.id: Example(render(it), expected_text(it.expected)) for it in train}
-    first: dict[str, Trajectory] = {}
-    for t in rolled:
-        first.setdefault(t.item_id, t)
-    failures = [(i, known[i]) for i, t in first.items() if not t.error and t.evaluation.hard < 1 and i in known]
+    failures = [(t.item_id, known[t.item_id]) for t in first_results(rolled)
+                if t.evaluation.hard < 1 and t.item_id in known]
     return for_step(skill, list(known.values()), failures, rejected, fuzzy)
 
 

@@ -35,7 +35,7 @@ from .patch import Edit, apply_edits
 from .prompts import clip
 from .reflect import common_lines, task_text
 from .skill import sections
-from .tasks.task import Trajectory
+from .tasks.task import Trajectory, first_results
 
 SECTION = "Worked examples"
 PER_STEP = 3  # examples one step adds: few enough that the gate judges a small change
@@ -93,10 +93,7 @@ def fair(shown: Collection[str], known: Sequence[Trajectory]) -> tuple[Trajector
     (`known`), but the items the trial shows, each item once, errored ones left out. Nothing
     about the others went into the trial (it shows a few failures picked by the step's seed), so
     they are as fair a test of it as the selection split, and their incumbent values cost no call."""
-    first: dict[str, Trajectory] = {}
-    for t in known:
-        first.setdefault(t.item_id, t)
-    return tuple(t for i, t in first.items() if i not in shown and not t.error)
+    return tuple(t for t in first_results(known) if t.item_id not in shown)
 
 
 def prior(record: tuple[int, int], alpha: float) -> Prior:
@@ -105,17 +102,15 @@ def prior(record: tuple[int, int], alpha: float) -> Prior:
 
 
 def pooled(d: GateDecision, record: tuple[int, int], alpha: float,
-           what: str = "worked examples", binding: bool = True) -> tuple[GateDecision, tuple[int, int]]:
+           what: str = "worked examples") -> tuple[GateDecision, tuple[int, int]]:
     """A trial's decision given every trial's items won and lost so far (`record`, before this
     one), and the record after it: kept only if the trial's own gate accepts it and the pooled
     record passes the sign test at `alpha` (a gate given the record as its prior has applied
     this rule already; this states it in the reason and holds for any gate). `what` names the
     kind of trial in the reason (clue rules are pooled the same way, on a record of their own).
-    Not `binding` (a trial judged alone) the decision is the trial's own and the record is only
-    kept: a gate that evaluates its weakest items first and stops early has no fair record to pool."""
+    Only with `trial_train_items` off: a trial judged alone is never pooled (its gate evaluates
+    its weakest items first and stops early, so it has no fair record to add)."""
     wins, losses = record[0] + d.wins, record[1] + d.losses
-    if not binding:
-        return d, (wins, losses)
     p = sign_test_p(wins, losses)
     verdict = f"all trials so far: {wins} items won, {losses} lost, sign test p = {p:.3f}"
     if d.accept and p > alpha:

@@ -258,8 +258,8 @@ class Trainer:
         extra = examples.fair(items, known) if alone and edit.source == "example" else ()  # rules read every label
         result = (self.trial_gate if alone else self.examples_gate).run(step, skill, text, dict(state.current_values),
             "examples", examples.prior(record, c.worked_examples_alpha) if record and not alone else None, extra)
-        judged, record = (result.decision, None) if record is None else \
-            examples.pooled(result.decision, record, c.worked_examples_alpha, what, binding=not alone)
+        judged, record = (result.decision, record) if alone or record is None else \
+            examples.pooled(result.decision, record, c.worked_examples_alpha, what)
         judged = clues.explained(judged, edit, result.flipped, self.task.render, self.plan.selection)
         state = state.after_trial(edit.source, record, () if judged.accept else clues.words_of(edit))
         decision, state = self.settle(step, state, text, replace(result, decision=judged))

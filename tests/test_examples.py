@@ -171,13 +171,12 @@ def test_a_trials_fair_items_are_the_known_train_rollouts_it_does_not_show():
     assert [t.item_id for t in fair] == ["b", "d", "f"]  # shown (a, c) and errored (e) left out, each once
 
 
-def test_a_trial_judged_alone_keeps_the_record_without_being_bound_by_it():
+def test_a_good_trial_after_poor_ones_is_rejected_by_the_pooled_rule():
+    # why trials are judged alone by default (trial_train_items): the 4-1 trial waste-sorting rejected
     won = GateDecision(accept=True, current_score=0.3, candidate_score=0.4, margin=0.1, p_value=0.19, n_items=90,
                        n_evaluated=40, wins=4, losses=1, early_stop=True, reason="accept")
     bound, record = examples.pooled(won, (8, 10), 0.2)
     assert not bound.accept and record == (12, 11) and "not yet evidence" in bound.reason
-    alone, record = examples.pooled(won, (8, 10), 0.2, binding=False)
-    assert alone == won and record == (12, 11)
 
 
 def test_by_default_a_worked_examples_trial_is_also_gated_on_the_train_items_it_does_not_show(tmp_path):

@@ -19,7 +19,7 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, runtime_checkable
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 from .answers import clean_output
 from ..errors import ScoringError, TaskError
@@ -110,6 +110,15 @@ class TaskInfo:
     path: Path
     sizes: Mapping[str, int]  # split -> item count; empty when the task is broken
     problem: str = ""  # first problem when the task does not load
+
+
+def first_results(trajectories: Sequence[Trajectory]) -> tuple[Trajectory, ...]:
+    """Each item's first trajectory, in order, unless it errored (an error is no result): the
+    incumbent's known results when its rollouts of one item were gathered from several places."""
+    first: dict[str, Trajectory] = {}
+    for t in trajectories:
+        first.setdefault(t.item_id, t)
+    return tuple(t for t in first.values() if not t.error)
 
 
 def expected_text(expected: Any) -> str:

@@ -8,7 +8,7 @@ import pytest
 
 from skillopt.errors import TaskError
 from skillopt.tasks.loader import load_task, validate_task
-from skillopt.tasks.task import SPLITS, Evaluation, Item, Task, TaskProtocol, Trajectory, expected_text
+from skillopt.tasks.task import SPLITS, Evaluation, Item, Task, TaskProtocol, Trajectory, expected_text, first_results
 from tests.helpers import TOML, Reply, lines, make_task
 
 
@@ -155,3 +155,11 @@ def test_bad_ratio(tmp_path, ratio, problem):
     folder = make_task(tmp_path / "r", RATIO_TOML.replace("[2, 1, 7]", ratio), files={"items.jsonl": lines("i", 10)})
     problems = validate_task(folder)
     assert len(problems) == 1 and problem in problems[0] and "task.toml:" in problems[0]
+
+
+def test_first_results_keep_each_items_first_trajectory_unless_it_errored():
+    def t(item_id: str, hard: float, error: str = "") -> Trajectory:
+        return Trajectory(item_id, "p", "o", "x", Evaluation(hard, hard, ""), error=error)
+
+    got = first_results([t("a", 0), t("b", 1, "timeout"), t("a", 1), t("b", 1), t("c", 1)])
+    assert [(x.item_id, x.evaluation.hard) for x in got] == [("a", 0), ("c", 1)]  # b's first result errored
