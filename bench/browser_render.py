@@ -14,6 +14,13 @@ Used by bench/dashboard.py. For every page (Home, New run and the seven run page
 Each page is measured REPEATS times on as many fresh servers, the pages taking turns; the
 figures are the medians, and every sample is saved beside them.
 
+Streamlit's own floor is measured the same way, in the same turns: FLOORS are apps of one title
+and one line of text, and of the same with one small plotly chart, served with the same server
+options and the same .streamlit/config.toml, plotly loaded before serving as the dashboard
+loads it. No page can render faster than the floor on the same machine, so a page's figure
+minus the floor is what the dashboard's own code costs; the targets are judged on the pages'
+figures alone.
+
 A render ends at the last change to the page's DOM (a MutationObserver installed before the
 page's own scripts) once Streamlit's status widget is gone, the script has stopped and nothing
 changes for QUIET_MS; the time is counted from the navigation's start (performance.now()). The
@@ -40,6 +47,16 @@ FIRST_TARGET_S, RERENDER_TARGET_S = 2.0, 1.0
 QUIET_MS = 500
 REPEATS = 3  # fresh servers per page: one sample of a first render varied by up to 0.5 s on 2 cores
 LIMIT_S = 120  # longest a render may take before the bench gives up on the page
+_FLOOR_TEXT = 'import streamlit as st\n\nst.title("Floor")\nst.write("One line of text.")\n'
+FLOORS = {"Streamlit floor: text": _FLOOR_TEXT,
+          "Streamlit floor: chart": _FLOOR_TEXT + "import plotly.graph_objects as go\n\n"
+                                    "st.plotly_chart(go.Figure(go.Scatter(x=[0, 1, 2], y=[1, 3, 2])))\n"}
+# Serves the app named by its first argument as `streamlit run` does, after loading plotly and
+# building one figure (as skillopt.dashboard does before it serves), so the chart floor does
+# not pay an import the dashboard's pages never pay.
+FLOOR_LAUNCH = ("import sys\nimport plotly.graph_objects as go\ngo.Figure(go.Scatter(x=[0], y=[0])).to_json()\n"
+                "from streamlit.web import cli\nsys.argv = ['streamlit', 'run', *sys.argv[1:]]\n"
+                "cli.main(prog_name='streamlit')\n")
 
 BEAT_MS, LATE_MS = 50, 150  # the heartbeat's period; a beat this late means the thread was busy
 OBSERVE_JS = f"""
@@ -96,41 +113,66 @@ def visit(page, url: str) -> float:
     return seconds
 
 
-def once(browser, db: Path, run_id: str, page_file: str, log: Path) -> tuple[float, float]:
-    """(first render s, rerender s) of one page on a server of its own."""
+def once(browser, serve) -> tuple[float, float]:
+    """(first render s, rerender s) of one URL on a server of its own; `serve()` starts the
+    server and returns (url, process)."""
     import browser_util
 
-    dash = browser_util.start_dashboard(db, log)
+    url, proc = serve()
     try:
         context = browser.new_context(viewport=browser_util.VIEWPORT)
         context.add_init_script(OBSERVE_JS)
         page = context.new_page()
-        url = dash.page_url(page_file, run_id)
         times = visit(page, url), visit(page, url)
         context.close()
         return times
     finally:
-        browser_util.stop_process(dash.proc)
+        browser_util.stop_process(proc)
+
+
+def page_server(db: Path, run_id: str, page_file: str, log: Path):
+    import browser_util
+
+    def serve():
+        dash = browser_util.start_dashboard(db, log)
+        return dash.page_url(page_file, run_id), dash.proc
+    return serve
+
+
+def floor_server(app: Path, log: Path):
+    import browser_util
+
+    def serve():
+        url, proc = browser_util.start_server([sys.executable, "-c", FLOOR_LAUNCH, str(app)], {}, log)
+        return f"{url}/", proc
+    return serve
 
 
 def measure(db: Path, run_id: str, repeats: int = REPEATS,
             pages: tuple[str, ...] = tuple(PAGES)) -> dict[str, list[tuple[float, float]]]:
-    """page -> `repeats` (first render s, rerender s) samples, each on a fresh server. The
-    pages take turns (round-robin), so a burst of load on the machine spreads over all of them."""
+    """name -> `repeats` (first render s, rerender s) samples, each on a fresh server, for the
+    pages and for Streamlit's floor (FLOORS). They take turns (round-robin), so a burst of load
+    on the machine spreads over all of them."""
     from playwright.sync_api import sync_playwright
 
     import browser_util
 
-    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in pages}
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in (*pages, *FLOORS)}
     with tempfile.TemporaryDirectory(prefix="skillopt-bench-logs-") as logs, sync_playwright() as pw:
+        folder = Path(logs)
+        servers = {name: page_server(db, run_id, PAGES[name], folder / f"{PAGES[name]}.log") for name in pages}
+        for i, (name, source) in enumerate(FLOORS.items()):
+            app = folder / f"floor_{i}.py"
+            app.write_text(source, encoding="utf-8")
+            servers[name] = floor_server(app, folder / f"floor_{i}.log")
         browser = browser_util.launch_browser(pw)
         try:
-            for rep in range(repeats):
-                for name in pages:
-                    samples[name].append(once(browser, db, run_id, PAGES[name], Path(logs) / f"{rep}-{PAGES[name]}.log"))
+            for _ in range(repeats):
+                for name, serve in servers.items():
+                    samples[name].append(once(browser, serve))
             for name, runs in samples.items():
                 first, again = median(runs)
-                print(f"  {name:<16} first {first:6.2f} s   rerender {again:6.2f} s   (median of {len(runs)}; first "
+                print(f"  {name:<23} first {first:6.2f} s   rerender {again:6.2f} s   (median of {len(runs)}; first "
                       f"{' '.join(f'{f:.2f}' for f, _ in runs)}; rerender {' '.join(f'{r:.2f}' for _, r in runs)})",
                       flush=True)
         finally:
@@ -143,10 +185,18 @@ def median(runs: list[tuple[float, float]]) -> tuple[float, float]:
 
 
 def figures(samples: dict[str, list[tuple[float, float]]]) -> dict:
-    times = {name: median(runs) for name, runs in samples.items()}
+    """The pages' medians and samples, judged on the targets, and Streamlit's floor beside them."""
+    pages = {name: runs for name, runs in samples.items() if name not in FLOORS}
+    floors = {name: runs for name, runs in samples.items() if name in FLOORS}
+    times = {name: median(runs) for name, runs in pages.items()}
+    floor = {name: median(runs) for name, runs in floors.items()}
     return {"browser_first_s": {name: round(first, 3) for name, (first, _) in times.items()},
             "browser_rerender_s": {name: round(again, 3) for name, (_, again) in times.items()},
-            "browser_samples": {name: [[round(f, 3), round(r, 3)] for f, r in runs] for name, runs in samples.items()},
-            "browser_repeats": min(len(runs) for runs in samples.values()),
+            "browser_samples": {name: [[round(f, 3), round(r, 3)] for f, r in runs] for name, runs in pages.items()},
+            "browser_repeats": min(len(runs) for runs in pages.values()),
+            "browser_floor_first_s": {name: round(first, 3) for name, (first, _) in floor.items()},
+            "browser_floor_rerender_s": {name: round(again, 3) for name, (_, again) in floor.items()},
+            "browser_floor_samples": {name: [[round(f, 3), round(r, 3)] for f, r in runs]
+                                      for name, runs in floors.items()},
             "browser_first_target_s": FIRST_TARGET_S, "browser_rerender_target_s": RERENDER_TARGET_S,
             "browser_met": all(f < FIRST_TARGET_S and r < RERENDER_TARGET_S for f, r in times.values())}

@@ -148,7 +148,18 @@ def browser_row(results: dict) -> str:
             f"{f['rollout_rows']:,}-row store; until the status widget is gone and nothing changes for 500 ms "
             f"(first render on a server that served no page yet, in a fresh context / rerender in that context"
             f"{f', medians of {n} fresh servers per page' if (n := f.get('browser_repeats', 1)) > 1 else ''}): "
-            f"{pages} | {target}: {verdict(f['browser_met'], 'over: ' + ', '.join(slow))} | {when(result)} |")
+            f"{pages}{floor_text(f)} | {target}: {verdict(f['browser_met'], 'over: ' + ', '.join(slow))} | "
+            f"{when(result)} |")
+
+
+def floor_text(f: dict) -> str:
+    """Streamlit's own floor, measured beside the pages (older results do not hold it)."""
+    first, again = f.get("browser_floor_first_s"), f.get("browser_floor_rerender_s")
+    if not first:
+        return ""
+    apps = ", ".join(f"{name.split(': ')[-1]} {first[name]:.1f} / {again[name]:.1f} s" for name in first)
+    return (f"; Streamlit's own floor, the same way and server options (an app of one line of text, and the same "
+            f"with one small plotly chart): {apps}")
 
 
 def real_model_row(results: dict) -> str:

@@ -79,16 +79,23 @@ class Dashboard:
 
 
 def start_dashboard(db: Path, log: Path) -> Dashboard:
+    env = {"SKILLOPT_DB": str(db), "SKILLOPT_UPLOADS_DIR": str(db.parent / "uploads")}
+    url, proc = start_server([sys.executable, "-m", "skillopt", "dashboard"], env, log)
+    return Dashboard(url, db, proc, log)
+
+
+def start_server(command: list[str], env: dict[str, str], log: Path) -> tuple[str, subprocess.Popen]:
+    """(url, process) of a Streamlit server started by `command` (the dashboard, or any
+    `streamlit run` app) in the repository root on a free port, once its health endpoint
+    answers. The server options are the same for every app, so two servers differ only in
+    the app they serve."""
     port = free_port()
-    env = dict(os.environ, SKILLOPT_DB=str(db), SKILLOPT_UPLOADS_DIR=str(db.parent / "uploads"),
-               PYTHONUNBUFFERED="1")
     with open(log, "wb") as fh:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "skillopt", "dashboard", "--server.port", str(port),
-             "--server.headless", "true", "--server.fileWatcherType", "none",
+            [*command, "--server.port", str(port), "--server.headless", "true", "--server.fileWatcherType", "none",
              "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True)
+            cwd=ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1", **env), stdout=fh, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + SERVER_START_S
     while time.monotonic() < deadline:
@@ -97,7 +104,7 @@ def start_dashboard(db: Path, log: Path) -> Dashboard:
         try:
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
                 if resp.read() == b"ok":
-                    return Dashboard(url, db, proc, log)
+                    return url, proc
         except OSError:
             time.sleep(0.2)  # polling the server until it answers, not a timed assertion
     stop_process(proc)

@@ -158,6 +158,22 @@ def test_the_browser_row_shows_every_page_and_the_slow_ones():
     row = report.browser_row({"dashboard": {**dashboard, "figures": {**figures, **browser}}})
     assert "Home 1.5 / 0.5 s, Monitor 2.5 / 0.4 s" in row and row.endswith(f"**missed** (over: Monitor) | "
                                                                           f"{report.when(dashboard)} |")
+    assert "floor" not in row  # a result measured before the floor was: nothing invented for it
+    floor = {"browser_floor_first_s": {"Streamlit floor: text": 1.2, "Streamlit floor: chart": 1.6},
+             "browser_floor_rerender_s": {"Streamlit floor: text": 0.3, "Streamlit floor: chart": 0.45}}
+    row = report.browser_row({"dashboard": {**dashboard, "figures": {**figures, **browser, **floor}}})
+    assert "Monitor 2.5 / 0.4 s; Streamlit's own floor" in row and ": text 1.2 / 0.3 s, chart 1.6 / 0.5 s |" in row
+    assert row.endswith(f"**missed** (over: Monitor) | {report.when(dashboard)} |")  # the floor is no excuse
+
+
+def test_the_floor_is_kept_apart_from_the_pages_and_their_verdict():
+    import browser_render
+
+    samples = {"Home": [(1.9, 0.5), (1.5, 0.4), (1.7, 0.9)], "Streamlit floor: text": [(2.5, 1.5)] * 3}
+    f = browser_render.figures(samples)
+    assert f["browser_first_s"] == {"Home": 1.7} and f["browser_rerender_s"] == {"Home": 0.5}
+    assert f["browser_floor_first_s"] == {"Streamlit floor: text": 2.5} and f["browser_met"] is True
+    assert f["browser_repeats"] == 3 and "Streamlit floor: text" not in f["browser_samples"]
 
 
 def test_the_overhead_verdict_needs_a_median_of_five_runs():
