@@ -73,7 +73,10 @@ def test_failure_prompt_shows_clue_words_a_draft_rule_and_a_contrasting_success(
     assert len(results) == 1 and results[0].ok
     user = _SEEN[0]
     assert "Words these 3 tasks share: hazardous" in user
-    assert "Draft rule" in user and "answer freight, not air." in user
+    # the draft names the right answer only: a small target answers a label a rule names, "not" or no
+    assert "Draft rule" in user and "If a task mentions hazardous or pallets, answer freight." in user
+    assert "not air" not in user.split("Draft rule", 1)[1].split("\n", 1)[0]
+    assert "(the assistant said \"air\" x3)" in user  # what was answered instead is still shown
     assert 'Contrast: this task rightly got "air": ' in user and "Urgent" in user
     assert "Route this order." not in user.split("CASES (", 1)[1]  # the template line is shown once, above
 
@@ -102,9 +105,9 @@ def test_an_edit_the_gate_rejected_is_dropped_when_proposed_again():
         ("repeat_of_rejected", "- If an order mentions  hazardous goods, answer air.")]
 
 
-def test_no_draft_rule_says_answer_x_not_x():
+def test_only_a_group_answered_with_another_answer_gets_a_draft_rule():
     """A success group, or failures that gave the right answer in another form, have no clue to
-    find: their draft rule would read "answer air, not air"."""
+    find: a draft rule for them would tell the target what it already answers."""
     _SEEN.clear()
     optimizer = LLM("h10capture/x", "optimizer", GenSettings(max_retries=0))
     config = RunConfig(target_model="sim/target", optimizer_model="sim/optimizer", minibatch_size=8)
@@ -113,7 +116,7 @@ def test_no_draft_rule_says_answer_x_not_x():
             step=1, seed=3)
     failures = next(u for u in _SEEN if "expecting \"freight\"" in u)
     successes = next(u for u in _SEEN if "got these right" in u)
-    assert "answer freight, not air." in failures  # the real failure group keeps its draft rule
+    assert "answer freight." in failures  # the real failure group keeps its draft rule
     assert "expecting \"air\" (the assistant said \"Air.\" x3)" in failures
     assert "Draft rule" not in successes and "Words these" not in successes
-    assert "answer air, not Air." not in failures and failures.count("Draft rule") == 1
+    assert "answer air." not in failures and failures.count("Draft rule") == 1
