@@ -27,6 +27,9 @@ RATIONALE_CHARS = 200
 EXTRA_EDITS = 2  # the schema allows a few more than the budget: surplus feeds support counting, clip decides
 # a copied template slot, never a rule
 _PLACEHOLDER = re.compile(r"<(?:what|which|the|a|an|expected|some|one|words?|shared|queue)\b[^<>]{0,60}>", re.I)
+# A text cut off mid-sentence ends on a mark that promises more ("The skill should,"; "Answer:"; "(see");
+# a small model that runs out of words leaves one behind, and applied it only adds noise to the skill.
+_DANGLING = re.compile(r"(?:[,;:(\[{]|\s[-\u2013\u2014])\s*$")
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,9 @@ def _problem(edit: Edit, line: int, n_lines: int, skill: str, instructions: str)
         return "bad_anchor", f"{edit.op} needs the number of the line to change"
     if edit.section and not find_sections(skill, edit.section):
         return "bad_anchor", f"section \"{edit.section}\" does not exist"
+    cut = _cut_off(edit.content)
+    if cut:
+        return "malformed", f"content ends mid-sentence ({cut}): a cut-off fragment says no rule"
     slot = _PLACEHOLDER.search(edit.content)
     if slot:
         return "template_slot", f"content still holds a template placeholder ({slot.group(0)})"
@@ -123,6 +129,16 @@ def _problem(edit: Edit, line: int, n_lines: int, skill: str, instructions: str)
         return "echo", ("content is mostly the reflection prompt's own wording (its instructions or what every "
                         "task already says), copied back")
     return None
+
+
+def _cut_off(content: str) -> str:
+    """How `content` shows it was cut off mid-sentence, or "": it ends on a mark that promises more,
+    or opens a bracket it never closes ("1) first" closes one it never opened, which is fine)."""
+    end = _DANGLING.search(content)
+    if end:
+        return f"on \"{end.group(0).strip()}\""
+    unclosed = next((o for o, c in ("()", "[]", "{}") if content.count(o) > content.count(c)), "")
+    return f"an unclosed \"{unclosed}\"" if unclosed else ""
 
 
 def _as_proposed(e: object, kind: str) -> Edit:

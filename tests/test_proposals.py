@@ -49,6 +49,10 @@ def test_an_edit_by_line_number_applies_at_that_line_even_when_its_text_repeats(
     ({"op": "rewrite", "line": 1, "content": "x"}, "malformed", "op must be one of"),
     ({"op": "add", "line": 0, "content": "  "}, "malformed", "without content"),
     ({"op": "add", "line": "three", "content": "x"}, "malformed", "'line' a line number"),
+    ({"op": "add", "line": 0, "content": "The skill should,"}, "malformed", 'ends mid-sentence (on ",")'),
+    ({"op": "replace", "line": 7, "content": "- Hazardous goods go by:"}, "malformed", 'on ":"'),
+    ({"op": "add", "line": 0, "content": "- Alaska: air (unless"}, "malformed", "cut-off fragment"),
+    ({"op": "add", "line": 0, "content": "- Alaska goes by air \u2014 "}, "malformed", "mid-sentence"),
 ])
 def test_bad_single_edits_are_dropped_with_a_reason(edit, reason, detail):
     parsed = parse_edits({"summary": "", "edits": [edit, {"op": "add", "content": "- ok."}]}, SKILL, "success", 5)
@@ -57,6 +61,12 @@ def test_bad_single_edits_are_dropped_with_a_reason(edit, reason, detail):
     assert dropped.reason == reason and detail in dropped.detail
     assert dropped.edit.op == edit["op"] and dropped.edit.content == edit["content"].strip()  # what was proposed
     assert str(dropped) == f"{reason}: {dropped.detail}"  # how the model call's record lists it
+
+
+def test_a_whole_rule_with_inner_marks_is_not_a_fragment():
+    rules = ["- Alaska: air.", "- Hazardous goods (fuel, paint) go by freight", "- Z codes - freight", "Use `a,b`"]
+    parsed = parse_edits({"summary": "", "edits": [{"op": "add", "content": r} for r in rules]}, SKILL, "failure", 5)
+    assert [e.content for e in parsed.edits] == rules and parsed.dropped == ()
 
 
 def test_an_edit_longer_than_allowed_is_dropped_whole_never_cut():
