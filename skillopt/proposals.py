@@ -27,8 +27,9 @@ RATIONALE_CHARS = 200
 EXTRA_EDITS = 2  # the schema allows a few more than the budget: surplus feeds support counting, clip decides
 # a copied template slot, never a rule
 _PLACEHOLDER = re.compile(r"<(?:what|which|the|a|an|expected|some|one|words?|shared|queue)\b[^<>]{0,60}>", re.I)
-# A text cut off mid-sentence ends on a mark that promises more ("The skill should,"; "Answer:"; "(see");
+# A text cut off mid-sentence ends on a mark that promises more ("The skill should,"; "Answer:"; "air -");
 # a small model that runs out of words leaves one behind, and applied it only adds noise to the skill.
+# One cut after a word inside brackets ("(see") is told by its unclosed bracket (_cut_off).
 _DANGLING = re.compile(r"(?:[,;:(\[{]|\s[-\u2013\u2014])\s*$")
 
 
