@@ -73,19 +73,20 @@ TRAINED_GUIDANCE = """
 """
 
 
-def rollouts_per_minute(model: LLM, task, skill: str, items, *, reuse: bool) -> tuple[float, list[float], int]:
+def rollouts_per_minute(model: LLM, task, skill: str, items, *, reuse: bool) -> tuple[float, list[float], int, list[str]]:
     os.environ[local.PREFIX_CACHE_ENV] = "1" if reuse else "0"
     local.load(MODEL.split("/", 1)[1]).forget()  # start cold in both modes: the cached run pays its skill once
-    latencies, correct = [], 0
+    latencies, correct, replies = [], 0, []
     start = time.perf_counter()
     for item in items:
         reply = model.complete(task.messages(skill, item), stage="rollout", step=0)
         if not reply.ok:
             raise SystemExit(f"model call failed: {reply.error}")
         latencies.append(reply.latency_s)
+        replies.append(reply.text)
         correct += int(task.evaluate(item, reply.text).hard)
     elapsed = time.perf_counter() - start
-    return len(items) * 60.0 / elapsed, latencies, correct
+    return len(items) * 60.0 / elapsed, latencies, correct, replies
 
 
 def main() -> None:
@@ -110,17 +111,20 @@ def main() -> None:
     print(f"model {MODEL}: loaded in {load_s:.1f} s (assembly included on a first run); "
           f"skill '{args.skill}' = {skill_tokens} tokens; {len(items)} items per mode; {os.cpu_count()} CPUs")
 
-    uncached, lat_u, ok_u = rollouts_per_minute(model, task, skill, items, reuse=False)
-    cached, lat_c, ok_c = rollouts_per_minute(model, task, skill, items, reuse=True)
+    uncached, lat_u, ok_u, text_u = rollouts_per_minute(model, task, skill, items, reuse=False)
+    cached, lat_c, ok_c, text_c = rollouts_per_minute(model, task, skill, items, reuse=True)
+    # Reuse must not change a reply (local.Engine._eval): the two modes' replies, compared.
+    differ = sum(a != b for a, b in zip(text_u, text_c))
     warm = lat_c[1:] or lat_c
     print(f"uncached: {uncached:6.1f} rollouts/min, {sum(lat_u) / len(lat_u):.2f} s/call, {ok_u}/{len(items)} correct")
     print(f"cached:   {cached:6.1f} rollouts/min, first call {lat_c[0]:.2f} s, then {sum(warm) / len(warm):.2f} s/call, "
           f"{ok_c}/{len(items)} correct")
     speedup = cached / uncached
-    print(f"speedup (cached / uncached): {speedup:.2f}x")
+    print(f"speedup (cached / uncached): {speedup:.2f}x; replies that differ between the modes: {differ}/{len(items)}")
     finish("local_model", {"cached_per_min": round(cached, 2), "uncached_per_min": round(uncached, 2),
                            "speedup": round(speedup, 2), "load_s": round(load_s, 2), "skill_tokens": skill_tokens,
-                           "items": len(items), "skill": args.skill, "met": speedup >= 3},
+                           "items": len(items), "skill": args.skill, "replies_differ": differ,
+                           "met": speedup >= 3 and differ == 0},
            save=not args.no_save)
 
 

@@ -189,10 +189,12 @@ def local_model_row(results: dict) -> str:
     if not result:
         return f"| embedded model | `python bench/local_model.py` | {NOT_MEASURED} | ≥ 3× rollouts/min | — |"
     f = result["figures"]
+    # Results saved before the reply comparison existed carry no "replies_differ".
+    same = f" (replies that differ: {f['replies_differ']} of {f['items']})" if "replies_differ" in f else ""
     return (f"| embedded model | {command(result, 'python bench/local_model.py')} | {f['skill']} skill "
             f"({f['skill_tokens']} tokens), {f['items']} items: {f['uncached_per_min']:.1f} → "
-            f"{f['cached_per_min']:.1f} rollouts/min with KV prefix reuse (**{f['speedup']:.1f}×**) | "
-            f"≥ 3×: {verdict(f['met'])} | {when(result)} |")
+            f"{f['cached_per_min']:.1f} rollouts/min with KV prefix reuse (**{f['speedup']:.1f}×**){same} | "
+            f"≥ 3× and the same replies: {verdict(f['met'])} | {when(result)} |")
 
 
 def sweep_row(results: dict) -> str:

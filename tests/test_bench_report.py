@@ -148,6 +148,16 @@ def test_the_real_model_row_shows_a_full_run_only_and_names_each_miss():
     assert "**missed** (calls above 0.6×, wall time above 0.5×, test score lower)" in missed
 
 
+def test_the_embedded_model_row_misses_when_reuse_changes_a_reply():
+    figures = {"cached_per_min": 20.0, "uncached_per_min": 5.0, "speedup": 4.0, "load_s": 1.0,
+               "skill_tokens": 684, "items": 8, "skill": "trained"}
+    result = {"commit": "abc1234", "dirty": False, "date": "2026-12-06 10:00 UTC"}
+    same = report.local_model_row({"local_model": {**result, "figures": {**figures, "replies_differ": 0, "met": True}}})
+    assert "(replies that differ: 0 of 8)" in same and same.split(" | ")[3].endswith(": met")
+    changed = report.local_model_row({"local_model": {**result, "figures": {**figures, "replies_differ": 1, "met": False}}})
+    assert "(replies that differ: 1 of 8)" in changed and "**missed**" in changed.split(" | ")[3]
+
+
 def test_the_browser_row_shows_every_page_and_the_slow_ones():
     dashboard = json.loads((ROOT / "bench" / "results" / "dashboard.json").read_text(encoding="utf-8"))
     figures = {k: v for k, v in dashboard["figures"].items() if not k.startswith("browser_")}

@@ -34,6 +34,18 @@ from .providers import GenSettings, HandlerResult, ProviderError, register_provi
 
 GGUF_MAGIC = b"GGUF"
 N_CTX = 4096  # room for a skill, a task prompt and a reply; KV memory stays ~120 MB for 1.5B
+# How a prompt is read (Engine._eval). CHUNK is llama.cpp's batch: a prompt read from scratch
+# is read in batches [0, CHUNK), [CHUNK, 2*CHUNK), ... BLOCK and MIN_BATCH come from how the CPU
+# matrix kernels treat a batch, measured on this build (hashes of the KV bytes of positions
+# read in 40 batch layouts): from 8 rows up, rows are multiplied 4 at a time and the 1-3 rows
+# left over one by one, each giving the same bytes whatever the batch, but not the same as each
+# other; a batch under 8 goes through other code. So a position read in a full group of a batch
+# of 8 or more holds what a read from scratch computes, unless that read leaves it over (the
+# prompt's last rows). Kernels differ by CPU and build, so each engine checks this at load
+# (Engine._groups_hold) and otherwise reuses only whole CHUNKs read as one batch.
+CHUNK = 512  # llama_cpp's default batch; its logits buffer is CHUNK x vocabulary floats (~300 MB)
+BLOCK = 4
+MIN_BATCH = 8
 CLOSE_WAIT_S = 5.0  # at exit, a call in flight (a daemon thread's) gets this long to finish
 PREFIX_CACHE_ENV = "SKILLOPT_LOCAL_PREFIX_CACHE"  # "0" disables KV prefix reuse (benchmark baseline)
 MODEL_DIR_ENV = "SKILLOPT_MODEL_DIR"
@@ -193,11 +205,20 @@ def prefix_cache_enabled() -> bool:
 class Engine:
     """One llama.cpp model + context. Generation holds a lock: a context is not thread-safe.
 
+    A reply depends only on its prompt, never on the calls before it. llama.cpp's numbers for
+    a token depend on the batch it was read in, so reusing KV that another call read in other
+    batches changed replies now and then (measured: 2 of 48 test replies of parcel-lockers
+    read after one another, 9 of 96 in a whole run). So KV is reused only where it holds the
+    bytes a read from scratch would compute (`_safe`, the constants above), and the rest of a
+    prompt is read in the batches a read from scratch would use: reuse on or off gives the
+    same replies, and a prompt's reply is the same after any calls. It costs re-reading about
+    10 tokens a call that the previous call had read.
+
     Prefix (KV) reuse, two layers, both measured (bench/local_model.py):
-    1. llama.cpp's own prefix match: Llama.generate keeps the previous prompt's tokens in the
-       KV cache and evaluates only what follows the longest common prefix. Task prompts put
-       the skill alone in the system message, so consecutive rollouts under one skill skip
-       re-reading it (a 1.7k-token skill: ~12 s -> ~0.6 s per item on 2 cores).
+    1. Prefix match: consecutive rollouts under one skill (task prompts put the skill alone
+       in the system message) share its tokens, so they skip re-reading it (a 1.7k-token
+       skill: ~12 s -> ~0.6 s per item on 2 cores); the last 8-11 tokens before the part
+       that differs are read again.
     2. Snapshots of the KV state keyed by the system message, for when prompts interleave
        (the optimizer between rollouts, the gate's candidate vs speculative incumbent
        rollouts): restoring a ~50 MB snapshot costs a fraction of a second where re-reading
@@ -210,18 +231,62 @@ class Engine:
     SNAPSHOTS = 4  # distinct long system messages kept (≤ ~120 MB each at n_ctx 4096)
     SNAPSHOT_MIN_CHARS = 1000  # shorter system messages re-evaluate faster than a restore
 
-    def __init__(self, name: str, path: Path):
+    def __init__(self, name: str, path: Path, llama: object | None = None):
+        """`llama`: an already-built llama_cpp.Llama-like context (tests pass a stand-in);
+        by default the GGUF at `path` is loaded."""
+        self.name = name
+        self.lock = threading.Lock()
+        self._system = ""  # system message whose tokens the KV cache currently starts with
+        self._snapshots: OrderedDict[str, tuple[object, int]] = OrderedDict()  # system -> (state, safe)
+        self._safe = 0  # leading KV positions holding what a read from scratch computes: reusable
+        self._prompt_next = False  # the next eval is a prompt's (generated tokens come one by one)
+        self.llama = llama if llama is not None else self._load(name, path)
+        # Llama.generate finds the longest common prefix with the previous prompt and calls
+        # eval on the rest; this instance attribute takes those calls to cut the reuse back
+        # to the KV a read from scratch would hold (_eval).
+        self._read = self.llama.eval
+        self.llama.eval = self._eval
+        # Reuse in groups of `block` leaving `min_batch` to read where this machine's kernels
+        # behave as measured; else only whole batches, which any kernels repeat exactly.
+        grouped = llama is not None or self._groups_hold()
+        self.block, self.min_batch = (BLOCK, MIN_BATCH) if grouped else (CHUNK, 1)
+
+    def _groups_hold(self) -> bool:
+        """Whether a prompt read in batches that start on groups and leave MIN_BATCH and more
+        to read holds the KV bytes of the same prompt read in one batch (about 2 s, once)."""
+        import ctypes
+
+        import llama_cpp
+
+        text = " ".join(str(i) for i in range(200)).encode()
+        tokens = self.llama.tokenize(text, add_bos=False)[:23 * BLOCK + MIN_BATCH + 2]
+        ctx = self.llama.ctx
+
+        def kv(layout: list[int]) -> bytes:
+            self.llama.reset()
+            pos = 0
+            for size in layout:
+                self._read(tokens[pos:pos + size])
+                pos += size
+            size = llama_cpp.llama_state_seq_get_size(ctx, 0)
+            buffer = (ctypes.c_uint8 * size)()
+            return bytes(buffer)[:llama_cpp.llama_state_seq_get_data(ctx, buffer, size, 0)]
+
+        # Starts at 9 and 23 groups (odd multiples: a kernel grouping more rows shows) and a
+        # last batch of MIN_BATCH + 2 (its 2 rows left over, as in the read in one batch).
+        held = kv([len(tokens)]) == kv([9 * BLOCK, 14 * BLOCK, MIN_BATCH + 2])
+        self.llama.reset()
+        return held
+
+    @staticmethod
+    def _load(name: str, path: Path) -> object:
         try:
             from llama_cpp import Llama
         except ImportError:
             raise ModelError(f"local/{name} needs llama-cpp-python: {_INSTALL_HINT}") from None
-        self.name = name
-        self.lock = threading.Lock()
-        self._system = ""  # system message whose tokens the KV cache currently starts with
-        self._snapshots: OrderedDict[str, object] = OrderedDict()
         try:
-            self.llama = Llama(model_path=str(path), n_ctx=N_CTX, n_threads=os.cpu_count() or 1,
-                               verbose=False)
+            return Llama(model_path=str(path), n_ctx=N_CTX, n_threads=os.cpu_count() or 1,
+                         n_batch=CHUNK, n_ubatch=CHUNK, verbose=False)
         except (ValueError, RuntimeError) as exc:
             raise ModelError(f"local/{name}: cannot load {path}: {exc}") from None
 
@@ -242,8 +307,8 @@ class Engine:
             if reuse:
                 self._restore(system)
             else:
-                self.llama.reset()  # forget the previous prompt: every call reads its whole prompt
-                self._system = ""
+                self._reset()  # forget the previous prompt: every call reads its whole prompt
+            self._prompt_next = True
             try:
                 out = self.llama.create_chat_completion(messages=messages, **kwargs)
             except ValueError as exc:
@@ -252,9 +317,10 @@ class Engine:
                 kind = "context" if "context window" in text or "exceed" in text else "bad_request"
                 raise ProviderError(kind, f"local/{self.name}: {text}") from None
             except RuntimeError as exc:  # llama_decode failures: transient from the caller's view
-                self.llama.reset()
-                self._system = ""
+                self._reset()
                 raise ProviderError("server", f"local/{self.name}: {exc}") from None
+            finally:
+                self._prompt_next = False
             if reuse:
                 self._remember(system)
         usage = out.get("usage") or {}
@@ -273,9 +339,42 @@ class Engine:
     def forget(self) -> None:
         """Drop the KV cache and all snapshots (benchmarks start every mode cold)."""
         with self.lock:
-            self.llama.reset()
-            self._system = ""
+            self._reset()
             self._snapshots.clear()
+
+    def _reset(self) -> None:
+        self.llama.reset()
+        self._system = ""
+        self._safe = 0
+
+    def _eval(self, tokens: Sequence[int]) -> None:
+        """Read a prompt as a read from scratch would, reusing only KV that holds its bytes;
+        generated tokens (one at a time after the prompt) are read as they come."""
+        if not self._prompt_next:
+            self._read(tokens)
+            return
+        self._prompt_next = False
+        start = self.llama.n_tokens  # Llama.generate's reuse point: its longest common prefix
+        prompt = [int(t) for t in self.llama.input_ids[:start]] + list(tokens)
+        n = len(prompt)
+        # Reuse starts on a group and leaves at least min_batch tokens in the batch it starts
+        # (it ends where the scratch read's batch ends), so that batch is read by the kernels
+        # that give a scratch read's bytes and its groups fall where the scratch read's do.
+        # It also leaves the last token to read: sampling needs its fresh logits.
+        keep = max(0, min(start, self._safe, n - self.min_batch)) // self.block * self.block
+        batch = keep // CHUNK * CHUNK  # the scratch read's batch holding position `keep`
+        end = min(batch + CHUNK, n)
+        if end - keep < self.min_batch:
+            keep = max(batch, (end - self.min_batch) // self.block * self.block)
+        self.llama.n_tokens = keep  # eval drops the KV past n_tokens before reading
+        self._safe = 0  # unknown until the read completes
+        pos = keep
+        while pos < n:  # the scratch read's batch boundaries: multiples of CHUNK
+            end = min((pos // CHUNK + 1) * CHUNK, n)
+            self._read(prompt[pos:end])
+            pos = end
+        last = (n - 1) // CHUNK * CHUNK  # where the scratch read's last batch starts
+        self._safe = last + (n - last) // self.block * self.block if n - last >= self.min_batch else last
 
     def _restore(self, system: str) -> None:
         """Load the snapshot of `system` when it saves re-reading a long differing prefix."""
@@ -284,14 +383,15 @@ class Engine:
             return
         shared = len(os.path.commonprefix([system, self._system]))
         if len(system) - shared >= self.SNAPSHOT_MIN_CHARS:
-            self.llama.load_state(snapshot)
+            state, self._safe = snapshot
+            self.llama.load_state(state)
             self._snapshots.move_to_end(system)
 
     def _remember(self, system: str) -> None:
         self._system = system
         if len(system) < self.SNAPSHOT_MIN_CHARS or system in self._snapshots:
             return
-        self._snapshots[system] = self._snapshot()
+        self._snapshots[system] = (self._snapshot(), self._safe)
         while len(self._snapshots) > self.SNAPSHOTS:
             self._snapshots.popitem(last=False)
 

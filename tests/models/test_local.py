@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -115,6 +116,118 @@ def test_prefix_cache_switch(monkeypatch, value, enabled):
     assert local.prefix_cache_enabled() is enabled
 
 
+# --- prompt reading: KV reused only in whole aligned chunks (a stand-in for llama.cpp) ------------
+
+
+class ReadLog:
+    """llama_cpp.Llama's KV bookkeeping with the CPU kernels' measured behaviour (the comment
+    above local.BLOCK): in a batch of 8 or more, a position read in a full group of 4 rows gets
+    the same numbers whatever the batch, and so does one of the 1-3 rows left over, but other
+    numbers than grouped; a batch under 8 is read by other code again (here: its own numbers
+    for every size and row). A position's numbers also depend on all before it.
+    Its generate reuses the longest common prefix, never the whole prompt, as llama_cpp's."""
+
+    def __init__(self, grouped: bool = True):
+        self.grouped = grouped  # False: kernels whose every row's numbers depend on the batch's size
+        self.input_ids = [0] * local.N_CTX
+        self.values = [""] * local.N_CTX
+        self.n_tokens = 0
+        self.read = 0  # positions read so far by the current call
+        self.prompt_read = 0  # positions of its prompt the last call read
+
+    def reset(self):
+        self.n_tokens = 0
+
+    def eval(self, tokens):
+        for i in range(0, len(tokens), local.CHUNK):
+            batch, start = list(tokens[i:i + local.CHUNK]), self.n_tokens
+            for row, token in enumerate(batch):
+                if len(batch) < 8 or not self.grouped:
+                    kernel = f"batch of {len(batch)}:{row}"
+                else:
+                    kernel = "grouped" if row < len(batch) // 4 * 4 else "left over"
+                before = self.values[start + row - 1] if start + row else ""
+                self.input_ids[start + row] = token
+                self.values[start + row] = hashlib.sha256(f"{before}|{token}|{kernel}".encode()).hexdigest()
+            self.n_tokens += len(batch)
+            self.read += len(batch)
+
+    def save_state(self):
+        return list(self.input_ids), list(self.values), self.n_tokens
+
+    def load_state(self, state):
+        ids, values, self.n_tokens = state
+        self.input_ids, self.values = list(ids), list(values)
+
+    def create_chat_completion(self, messages, **kwargs):
+        prompt = [ord(c) for m in messages for c in m["content"]]
+        shared = 0
+        while shared < min(self.n_tokens, len(prompt)) and self.input_ids[shared] == prompt[shared]:
+            shared += 1
+        self.n_tokens, self.read = min(shared, len(prompt) - 1), 0
+        self.eval(prompt[self.n_tokens:])  # the Engine's instance attribute: _eval
+        self.prompt_read = self.read
+        for token in (7, 8, 9):  # a three-token reply, read one token at a time
+            self.eval([token])
+        return {"choices": [{"message": {"content": "ok"}}], "usage": {"prompt_tokens": len(prompt)}}
+
+
+class StandInEngine(local.Engine):
+    def _snapshot(self):  # the real one copies llama.cpp's state through its C API
+        return self.llama.save_state()
+
+
+def _read(engine, skill: str, item: str) -> list[str]:
+    engine.chat([{"role": "system", "content": skill}, {"role": "user", "content": item}], GenSettings(), None)
+    return engine.llama.values[:len(skill) + len(item)]
+
+
+@pytest.mark.parametrize("grouped", [True, False], ids=["kernels as measured", "other kernels"])
+def test_a_prompt_is_read_to_the_same_numbers_whatever_came_before(monkeypatch, grouped):
+    """What llama.cpp computes for a token depends on the batch it was read in: reusing KV
+    read in another call's batches changed 2 of 48 replies of one task's test prompts. Every
+    position of a prompt must hold what a read from scratch computes, after any history; on
+    a machine whose kernels fail the load-time check, reuse falls back to whole batches."""
+    rng = random.Random(3)
+    # no skill, one about a batch long, two long enough to be snapshotted, spanning three batches
+    skills = ["".join(rng.choice("abcdef") for _ in range(size)) for size in (0, 509, 1100, 1350)]
+    items = ["".join(rng.choice("uvwxyz") for _ in range(rng.randint(1, 150))) for _ in range(6)]
+    engine = StandInEngine("stand-in", Path("none"), llama=ReadLog(grouped))
+    if not grouped:
+        engine.block, engine.min_batch = local.CHUNK, 1  # what a failed load-time check sets
+    monkeypatch.setenv(local.PREFIX_CACHE_ENV, "0")
+    scratch = {(s, i): _read(engine, s, i) for s in skills for i in items}
+    monkeypatch.setenv(local.PREFIX_CACHE_ENV, "1")
+    for _ in range(300):
+        skill, item = rng.choice(skills), rng.choice(items)
+        assert _read(engine, skill, item) == scratch[(skill, item)]
+    assert len(engine._snapshots) >= 2  # restores of long skills' snapshots were among the history
+
+
+def test_reuse_still_skips_what_a_prompt_shares(monkeypatch):
+    monkeypatch.setenv(local.PREFIX_CACHE_ENV, "1")
+    engine = StandInEngine("stand-in", Path("none"), llama=ReadLog())
+    skill = "s" * 1300  # spans three of llama.cpp's batches
+    _read(engine, skill, "first item")
+    _read(engine, skill, "second item")
+    # 1300 shared, a multiple of BLOCK that leaves MIN_BATCH to read: only "second item" is read
+    assert engine.llama.prompt_read == len("second item")
+    _read(engine, skill, "second item")  # the same prompt again: its tail is read again for fresh logits
+    assert engine.llama.prompt_read == len("second item")
+    _read(engine, "t" + skill, "second item")  # differs at the first token: nothing to reuse
+    assert engine.llama.prompt_read == 1312
+
+
+@pytest.mark.slow
+def test_this_machines_kernels_allow_reuse_in_groups():
+    """The load-time check (Engine._groups_hold) passes where the kernels were measured; if a
+    llama.cpp upgrade changes them, rollouts fall back to whole batches, slower, and this says so."""
+    _require_qwen()
+    engine = local.load("qwen2.5-coder-1.5b")
+    assert (engine.block, engine.min_batch) == (local.BLOCK, local.MIN_BATCH)
+    assert engine._groups_hold()
+
+
 # --- the real model (slow) ----------------------------------------------------------------------
 
 QWEN = "local/qwen2.5-coder-1.5b"
@@ -189,6 +302,38 @@ def test_kv_reuse_never_changes_a_reply(monkeypatch):
     fresh = [engine.chat([{"role": "system", "content": s}, t], settings, None) for s, t in order[2:]]
     assert [r.text for r in reused[2:]] == [f.text for f in fresh]
     assert [r.prompt_tokens for r in reused[2:]] == [f.prompt_tokens for f in fresh]  # same prompt, same token count
+
+
+@pytest.mark.slow
+def test_a_reply_is_the_same_after_any_history(monkeypatch):
+    """parcel-lockers' test item 2 without a skill, read right after item 1, used to reuse KV
+    item 1 had read in another batch and answer standard-locker; read from scratch it
+    answers counter-pickup. Every history must give the reply read from scratch."""
+    _require_qwen()
+    from skillopt.tasks.loader import load_task
+
+    task = load_task("parcel-lockers")
+    items = {item.id: item for item in task.split("test")}
+    engine = local.load("qwen2.5-coder-1.5b")
+    settings = GenSettings(temperature=0.0, max_tokens=16)
+
+    def reply(skill, item_id):
+        return engine.chat(task.messages(skill, items[item_id]), settings, None).text
+
+    monkeypatch.setenv(local.PREFIX_CACHE_ENV, "0")
+    scratch = reply("", "pl-tes-002")
+    monkeypatch.setenv(local.PREFIX_CACHE_ENV, "1")
+    engine.forget()
+    histories = [["pl-tes-001"], ["pl-tes-003", "pl-tes-001"], []]
+    after = []
+    for history in histories:
+        for item_id in history:
+            reply("", item_id)
+        after.append(reply("", "pl-tes-002"))
+    reply(task.seed_skill, "pl-tes-002")  # another system message in between
+    after.append(reply("", "pl-tes-002"))
+    assert scratch == "counter-pickup"  # what this model answers; a changed model changes the test
+    assert after == [scratch] * 4
 
 
 @pytest.mark.slow
