@@ -9,6 +9,8 @@ the response cache off, twice:
 - uncached: SKILLOPT_LOCAL_PREFIX_CACHE=0, every call reads its whole prompt;
 - cached:   prefix reuse on (default), starting cold, so the first item pays the skill once.
 
+Reuse must not change a reply: the two modes' replies are compared, and one that differs is a miss.
+
 The skill is, by default, a trained-size one: the task's seed skill plus house-rule
 guidance of the length a few accepted steps add (the seed alone is ~150 tokens, shorter than
 any skill a run keeps; `--skill seed` measures it too). Load time and per-call latency are
