@@ -118,14 +118,16 @@ def _problem(edit: Edit, line: int, n_lines: int, skill: str, instructions: str)
         return "bad_anchor", f"{edit.op} needs the number of the line to change"
     if edit.section and not find_sections(skill, edit.section):
         return "bad_anchor", f"section \"{edit.section}\" does not exist"
+    # Length first: a runaway list that the reply's token limit cut off ends mid-sentence too,
+    # and "too_long" says why it was cut.
+    if len(edit.content) > CONTENT_CHARS:  # dropped whole: a cut rule would say something else
+        return "too_long", f"content of {len(edit.content)} characters exceeds {CONTENT_CHARS}"
     cut = _cut_off(edit.content)
     if cut:
         return "malformed", f"content ends mid-sentence ({cut}): a cut-off fragment says no rule"
     slot = _PLACEHOLDER.search(edit.content)
     if slot:
         return "template_slot", f"content still holds a template placeholder ({slot.group(0)})"
-    if len(edit.content) > CONTENT_CHARS:  # dropped whole: a cut rule would say something else
-        return "too_long", f"content of {len(edit.content)} characters exceeds {CONTENT_CHARS}"
     if instructions and echoes(edit.content, instructions):
         return "echo", ("content is mostly the reflection prompt's own wording (its instructions or what every "
                         "task already says), copied back")

@@ -78,6 +78,14 @@ def test_an_edit_longer_than_allowed_is_dropped_whole_never_cut():
     assert dropped.detail == f"content of {len(rule.strip())} characters exceeds {CONTENT_CHARS}"
 
 
+def test_a_runaway_list_cut_off_at_the_reply_limit_is_too_long_not_malformed():
+    # what a reply cut at its token limit looks like: a word list stopped at a comma
+    runaway = "- Route these products to technical: " + ", ".join(f"'Lumen Hub {i}'" for i in range(60)) + ", 'Lumen,"
+    parsed = parse_edits({"summary": "", "edits": [{"op": "add", "content": runaway}]}, SKILL, "failure", 3)
+    (dropped,) = parsed.dropped
+    assert dropped.reason == "too_long"
+
+
 def test_edits_over_the_cap_are_dropped():
     parsed = parse_edits({"summary": "", "edits": [{"op": "add", "content": f"- r{i}."} for i in range(5)]},
                          SKILL, "failure", 3)
