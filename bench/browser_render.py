@@ -197,10 +197,10 @@ def figures(samples: dict[str, list[tuple[float, float]]]) -> dict:
     pages = {name: runs for name, runs in samples.items() if name not in FLOORS}
     first, again, kept = rounded(pages)
     floor_first, floor_again, floor_kept = rounded({name: runs for name, runs in samples.items() if name in FLOORS})
-    times = {name: median(runs) for name, runs in pages.items()}
     return {"browser_first_s": first, "browser_rerender_s": again, "browser_samples": kept,
             "browser_repeats": min(len(runs) for runs in pages.values()),
             "browser_floor_first_s": floor_first, "browser_floor_rerender_s": floor_again,
             "browser_floor_samples": floor_kept,
             "browser_first_target_s": FIRST_TARGET_S, "browser_rerender_target_s": RERENDER_TARGET_S,
-            "browser_met": all(f < FIRST_TARGET_S and r < RERENDER_TARGET_S for f, r in times.values())}
+            # judged on the figures the table shows, so a page shown at 2.000 s never reads "met"
+            "browser_met": all(first[name] < FIRST_TARGET_S and again[name] < RERENDER_TARGET_S for name in first)}
