@@ -92,6 +92,10 @@ class RunConfig:
     use_slow_update: bool = True  # reference default: longitudinal guidance written at each epoch end
     slow_update_samples: int = 20  # train items compared between epochs (reference default)
     slow_update_gate: bool = True  # the new guidance must pass the gate like any other edit
+    # The slow update's gate also counts the incumbent's train rollouts outside the slow sample
+    # (the guidance is written from the sample's cases alone, so the others are as fair a test
+    # as the selection split, and the incumbent's values on them cost no call); paired gate only.
+    slow_train_items: bool = True  # on: one gate per epoch decides the guidance, so give it every fair item
     use_meta_skill: bool = True  # optimizer strategy notes carried to the next epoch (reference default)
     # --- human in the loop ---
     approval_mode: bool = False  # off: runs unattended; on: a person approves each edit before the gate

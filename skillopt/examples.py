@@ -89,10 +89,11 @@ def for_step(skill: str, trajectories: Sequence[Trajectory], seed: int,
 
 
 def fair(shown: Collection[str], known: Sequence[Trajectory]) -> tuple[Trajectory, ...]:
-    """The incumbent's train rollouts a worked-examples trial is also gated on: all it has
-    (`known`), but the items the trial shows, each item once, errored ones left out. Nothing
-    about the others went into the trial (it shows a few failures picked by the step's seed), so
-    they are as fair a test of it as the selection split, and their incumbent values cost no call."""
+    """The incumbent's train rollouts a change is also gated on: all it has (`known`), but the
+    items the change was made from (`shown`), each item once, errored ones left out. Nothing
+    about the others went into the change (a worked-examples trial shows a few failures picked
+    by the step's seed; the slow update's guidance is written from its sample's cases), so they
+    are as fair a test of it as the selection split, and their incumbent values cost no call."""
     return tuple(t for t in first_results(known) if t.item_id not in shown)
 
 

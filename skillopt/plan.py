@@ -143,7 +143,8 @@ class Plan:
         the cache and speculative rollouts, while the gate runs the epoch's next batch is
         rolled out with the incumbent, which an accepted candidate makes a second rollout of
         that batch. Each epoch from the second ends with a slow update (both epochs' skills on
-        the sample, one optimizer call, the gate on the new guidance) and, independently, the
+        the sample, one optimizer call, the gate on the new guidance, the paired one also on the train
+        items outside the sample whose incumbent values the cache holds) and, independently, the
         meta skill (one optimizer call). Last, the seed, best and final skills are evaluated on the test split.
         The minibatch check scores each candidate on its step's batch first; its leave-one-out
         tries (only when a multi-edit candidate broke an item) are not forecast. A model-free
@@ -160,7 +161,11 @@ class Plan:
         # A slow update forced in without its gate leaves the incumbent's per-item values
         # unknown, so the next strict gate scores the incumbent again.
         rescore = per_gate if c.slow_update_gate else (0 if paired else n_sel)
-        slow_target = 2 * min(c.slow_update_samples, len(self.train)) + rescore
+        sample = min(c.slow_update_samples, len(self.train))
+        # The gate on the guidance also scores the candidate on the train items outside the
+        # sample whose incumbent values the cache holds (at most all of them).
+        fair = len(self.train) - sample if paired and c.slow_update_gate and c.slow_train_items and c.use_cache else 0
+        slow_target = 2 * sample + rescore + fair
         reflections = sum(max_reflections(n, c.minibatch_size, c.failure_only) for n in sizes)
         seed_scoring = n_sel * (2 if c.gate_seed_against_no_skill else 1)  # the seed, and no skill to beat
         checked = self.num_epochs * sum(sizes) if c.minibatch_check else 0

@@ -4,7 +4,7 @@ rejected-edit buffer. Built by the trainer; nothing here calls a model.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from . import events as ev
@@ -39,6 +39,14 @@ class Update:
     def candidate(self, skill: str) -> str | None:
         """The skill the gate must judge, or None when the step changed nothing."""
         return self.patch.text if self.patch.applied and self.patch.text != skill else None
+
+    def screened_by(self, patch: PatchResult, dropped: tuple[Dropped, ...]) -> "Update":
+        """This update after the minibatch check took `dropped` out: `patch` is the apply of the
+        edits it kept, whose reports replace theirs (a person's version reports as the selected edit)."""
+        back = {v: k for k, v in self.edited.items()}
+        kept = [e for e in self.patch.applied if e not in {d.edit for d in dropped}]
+        reports = self.reports | {back.get(e, e): r for e, r in zip(kept, patch.reports)}
+        return replace(self, patch=patch, screened=dropped, reports=reports)
 
 
 def gate_outcome(decision: Decision) -> GateOutcome:

@@ -293,12 +293,7 @@ class Trainer:
         self.enter(step, "gate", "minibatch check: the candidate on its step's train items")
         patch, dropped = self.screen.check(step, skill, update.patch.applied, self.plan.batch(step),
                                            self.gate.values(train))
-        if patch is None:
-            return update
-        back = {v: k for k, v in update.edited.items()}  # a person's version -> the selected edit
-        kept = [e for e in update.patch.applied if e not in {d.edit for d in dropped}]
-        reports = update.reports | {back.get(e, e): r for e, r in zip(kept, patch.reports)}
-        return replace(update, patch=patch, screened=dropped, reports=reports)
+        return update if patch is None else update.screened_by(patch, tuple(dropped))
 
     def wait_for_approval(self, step: int, skill: str, edits: Sequence[Edit], sources: dict):
         self.enter(step, "approval", f"{len(edits)} edits wait for approval")
@@ -344,7 +339,11 @@ class Trainer:
         if result.ok and result.skill != state.skill:
             candidate = result.skill
             if c.slow_update_gate:
-                gated = self.gate.run(step, state.skill, candidate, dict(state.current_values), "slow_update")
+                # Written from the sample's cases alone: the incumbent's other train rollouts are fair items.
+                known = self.evaluator.known(state.skill, self.plan.rolled(state.skill_since, step))
+                fair = examples.fair({it.id for it in sample}, known) if c.slow_train_items else ()
+                gated = self.gate.run(step, state.skill, candidate, dict(state.current_values), "slow_update",
+                                      extra=fair)
                 gate_decision = gated.decision
                 decision, state = self.settle(step, state, candidate, gated)
             else:

@@ -160,6 +160,13 @@ def test_call_forecast_follows_the_trainer_stage_by_stage():
     assert f.target["slow_update"] == 2 * 2 * 10  # slow_update_samples (20) capped at the 10 train items
     assert (f.optimizer["merge"], f.optimizer["lr"], f.optimizer["meta"]) == (9, 9, 0)
 
+    # The paired gate on the guidance also scores the candidate on the 5 train items outside
+    # the sample (their incumbent values are cached).
+    fair = ("batch_size=4", "num_epochs=3", "minibatch_size=2", "slow_update_samples=5")
+    assert plan(None, *fair).call_forecast(sim_config(*fair)).target["slow_update"] == 2 * (2 * 5 + 2 * 6 + 5)
+    off = (*fair, "slow_train_items=false")
+    assert plan(None, *off).call_forecast(sim_config(*off)).target["slow_update"] == 2 * (2 * 5 + 2 * 6)
+
 
 def _calls_by_stage(r, run_id: str) -> tuple[dict, dict]:
     """(role, stage) -> real calls, and -> calls whose reply was asked again (a repair)."""

@@ -46,6 +46,37 @@ def test_slow_update_and_meta_skill_at_epoch_two(sim_run):
     assert meta and meta[0]["epoch"] == 2 and meta[0]["content"].strip()
 
 
+def _slow_gates(db, run_id: str) -> list[tuple[int, int, str, set, set]]:
+    """Each gated slow update: its step, items, reason, the candidate's train items and the sample."""
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    try:
+        def ids(step: int, purpose: str) -> set:
+            return {r[0] for r in conn.execute("SELECT item_id FROM rollouts WHERE run_id = ? AND step = ? AND "
+                                               "split = 'train' AND purpose = ?", (run_id, step, purpose))}
+        rows = conn.execute("SELECT step, n_items, reason FROM gate_decisions WHERE run_id = ? AND "
+                            "kind = 'slow_update' ORDER BY step", (run_id,)).fetchall()
+        return [(s, n, why, ids(s, "slow_update_candidate"), ids(s, "slow_cur")) for s, n, why in rows]
+    finally:
+        conn.close()
+
+
+def test_the_slow_updates_gate_also_counts_the_train_items_outside_its_sample(sim_run, tmp_path):
+    db, run_id = sim_run
+    n_sel = len(load_task("sim-rulebook").split("selection"))
+    gates = _slow_gates(db, run_id)
+    assert gates  # the fixture run gates a slow update at epochs 2 and 3
+    for step, n, reason, candidate, sample in gates:
+        assert "train items the change was not made from" in reason and n > n_sel, (step, reason)
+        assert sample and not candidate & sample  # never an item the guidance was written from
+    assert any(candidate for *_, candidate, _ in gates)  # a gate may stop early, before any train item
+    off = run_sim(tmp_path / "off.db", "num_epochs=3", "slow_train_items=false")
+    gated = _slow_gates(tmp_path / "off.db", off)
+    assert gated and all(n == n_sel and not candidate and "train items" not in why
+                         for _, n, why, candidate, _ in gated)
+
+
 def test_gate_ties_reject_and_scores_are_consistent(sim_run):
     db, run_id = sim_run
     for s in Reader(db).steps(run_id):
