@@ -6,6 +6,10 @@ from render import NOT_MEASURED, command, when
 
 # Earlier learning runs kept beside the current defaults' (name -> what differed), each its own table.
 LEARNING_TRIALS = {
+    "learning-before-slow-train-items": "The defaults before the slow update's gate counted train items (the gate on "
+                                        "the guidance on the selection split only, as `slow_train_items=false` "
+                                        "gives), the embedded model as it is now otherwise; the bench was stopped "
+                                        "after this task",
     "learning-clue-rules-off": "Clue rules off (`clue_rules=false`, every other setting the defaults), on a held-out "
                                "family, against its run with them on in the table above",
     "learning-repair-contradicted": "Contradicted label rules rewritten to the answer their trigger's train tasks "
