@@ -340,8 +340,8 @@ class Trainer:
             candidate = result.skill
             if c.slow_update_gate:
                 # Written from the sample's cases alone: the incumbent's other train rollouts are fair items.
-                known = self.evaluator.known(state.skill, self.plan.rolled(state.skill_since, step))
-                fair = examples.fair({it.id for it in sample}, known) if c.slow_train_items else ()
+                fair = examples.fair({it.id for it in sample}, self.evaluator.known(
+                    state.skill, self.plan.rolled(state.skill_since, step))) if c.slow_train_items else ()
                 gated = self.gate.run(step, state.skill, candidate, dict(state.current_values), "slow_update",
                                       extra=fair)
                 gate_decision = gated.decision
