@@ -103,7 +103,7 @@ def read_edits(conn: sqlite3.Connection, run_id: str) -> dict:
 
 
 def _trials(db: Path, run_id: str) -> dict[str, list[str]]:
-    """The decisions of the model-free trials by what they tried (example | rule | template), as the
+    """The decisions of the model-free trials by what they tried (example | rule | template | ablation), as the
     reader names them for the dashboard."""
     from skillopt.store.reader import Reader
 
@@ -113,7 +113,7 @@ def _trials(db: Path, run_id: str) -> dict[str, list[str]]:
     finally:
         reader.close()
     return {kind: [g["decision"] for g in gates if g["kind"] == "examples" and g["trial"] == kind]
-            for kind in ("example", "rule", "template")}
+            for kind in ("example", "rule", "template", "ablation")}
 
 
 def read_run(db: Path, run_id: str) -> dict:
@@ -138,6 +138,7 @@ def read_run(db: Path, run_id: str) -> dict:
                    "lift": read_lift(conn, run_id), "test_hard": hard, "lift_hard": hard_lift,
                    "steps": decisions(steps), "slow_updates": decisions(slow), "examples_trials": decisions(trials["example"]),
                    "template_trials": decisions(trials["template"]), "rule_trials": decisions(trials["rule"]),
+                   "ablation_trials": decisions(trials["ablation"]),
                    "optimizer_replies": {"usable": replies["ok"], "all": replies["n"],
                                          "share": _round(replies["ok"] / replies["n"]) if replies["n"] else None},
                    "edits": read_edits(conn, run_id),

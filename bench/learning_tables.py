@@ -72,6 +72,8 @@ def learning_cells(task: str, row: dict) -> str:
     tried += f" (clue rules kept {cr['accepted']} of {cr['accepted'] + cr['rejected']})" if cr and sum(cr.values()) else ""
     tt = row.get("template_trials")  # absent in results saved before the reply template existed
     tried += f" (reply template {'kept' if tt['accepted'] else 'rejected'})" if tt and tt["accepted"] + tt["rejected"] else ""
+    ab = row.get("ablation_trials")  # absent in results saved before the seed ablation existed
+    tried += f" (seed blocks removed {ab['accepted']} of {ab['accepted'] + ab['rejected']})" if ab and sum(ab.values()) else ""
     dropped = ", ".join(f"{reason} {n}" for reason, n in e["not_applied"].items()) or "none"
     missed = [name.replace("_", " ") for name, t in row["targets"].items() if not t["met"]]
     verdict = f"**missed**: {', '.join(missed)}" if missed else "all met"

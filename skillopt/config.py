@@ -71,6 +71,10 @@ class RunConfig:
     # split (clues.py: a word most of whose train tasks share one answer, in failures of the
     # step), gated alone and judged like the examples; worked examples when there is none.
     clue_rules: bool = True  # on: the data's own rules cost no model call to find, only their trial
+    # Such a step may also try the incumbent without one block of the seed (ablation.py), the
+    # seed's blocks being the only text no gate has judged; gated alone like the examples, on
+    # the selection split and every train item whose incumbent rollout is known (all are fair).
+    seed_ablations: int = 3  # its largest blocks, each once; later trials stay the examples' (0: none)
     # --- gate ---
     use_gate: bool = True  # without the gate every candidate is accepted (ablation only)
     # "strict" is the published rule (the candidate's mean must beat the incumbent's).
@@ -177,7 +181,7 @@ _CHOICES = {
 _POSITIVE = ("num_epochs", "batch_size", "minibatch_size", "analyst_workers", "learning_rate",
              "min_learning_rate", "max_tokens", "max_concurrency", "trajectory_chars", "samples_per_item")
 _NON_NEGATIVE = ("max_steps_per_epoch", "slow_update_samples", "selection_size", "test_size",
-                 "max_calls", "max_cost_usd", "max_retries", "gate_min_delta")
+                 "max_calls", "max_cost_usd", "max_retries", "gate_min_delta", "seed_ablations")
 _UNIT = ("gate_mixed_weight", "dedupe_threshold", "fuzzy_anchor_threshold", "max_error_rate")
 
 

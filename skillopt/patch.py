@@ -22,7 +22,7 @@ from .anchor import norm as _norm, overlaps as _overlaps
 from .vocabulary import EditStatus
 
 OPS = ("add", "replace", "delete")
-SOURCES = ("failure", "success", "human", "slow_update", "example", "template", "rule")
+SOURCES = ("failure", "success", "human", "slow_update", "example", "template", "rule", "ablation")
 _NO_SPAN = (-1, -1)  # an unapplied edit replaced nothing
 
 

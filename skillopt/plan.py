@@ -148,9 +148,9 @@ class Plan:
         meta skill (one optimizer call). Last, the seed, best and final skills are evaluated on the test split.
         The minibatch check scores each candidate on its step's batch first; its leave-one-out
         tries (only when a multi-edit candidate broke an item) are not forecast. A model-free
-        trial (worked examples, clue rules) may be gated after any step (a paired gate: the
-        candidate, and the incumbent too when nothing is cached): each step is counted as if its
-        candidate were rejected.
+        trial (worked examples, clue rules, a seed ablation) may be gated after any step (a paired
+        gate: the candidate, also on fair train items, and the incumbent too when nothing is cached):
+        each step is counted as if its candidate were rejected.
         """
         c, n_sel, steps = config, len(self.selection), self.total_steps
         sizes = self.batch_sizes()
@@ -169,7 +169,8 @@ class Plan:
         reflections = sum(max_reflections(n, c.minibatch_size, c.failure_only) for n in sizes)
         seed_scoring = n_sel * (2 if c.gate_seed_against_no_skill else 1)  # the seed, and no skill to beat
         checked = self.num_epochs * sum(sizes) if c.minibatch_check else 0
-        target = {"gate": seed_scoring + steps * per_gate + checked, "examples": steps * examples_gate_calls(c, n_sel),
+        trial = examples_gate_calls(c, n_sel, len(self.train))
+        target = {"gate": seed_scoring + steps * per_gate + checked, "examples": steps * trial,
                   "rollout": self.num_epochs * (sum(sizes) + speculated), "slow_update": slow_epochs * slow_target,
                   "test": len(TEST_SKILLS) * len(self.test)}
         optimizer = {"reflect": self.num_epochs * reflections, "merge": steps if c.merge_mode == "llm" else 0,
@@ -178,9 +179,12 @@ class Plan:
         return CallForecast(target, optimizer)
 
 
-def examples_gate_calls(c: RunConfig, n_sel: int) -> int:
+def examples_gate_calls(c: RunConfig, n_sel: int, n_train: int = 0) -> int:
     """The most target calls one model-free trial (worked examples, clue rules, the reply
-    template: one per step at most) makes; 0 when trials never run."""
-    if not ((c.worked_examples or c.clue_rules) and c.use_gate and not c.approval_mode):
+    template, a seed ablation: one per step at most) makes; 0 when trials never run. A
+    worked-examples trial judged alone and a seed ablation also score the candidate on the
+    fair train items, at most all `n_train` of them."""
+    if not ((c.worked_examples or c.clue_rules or c.seed_ablations) and c.use_gate and not c.approval_mode):
         return 0
-    return n_sel * (1 if c.use_cache else 2)
+    fair = n_train if (c.worked_examples and c.trial_train_items) or c.seed_ablations else 0
+    return n_sel * (1 if c.use_cache else 2) + fair

@@ -55,6 +55,8 @@ class State:
     # words of the rejected trials' rules: not offered again (clues.py).
     clues_record: tuple[int, int] = (0, 0)
     clues_rejected: tuple[str, ...] = ()
+    # Keys of the seed blocks whose removal was gated (ablation.py): each is tried once.
+    ablated: tuple[str, ...] = ()
     # (incumbent and candidate key, step) of each step candidate the gate rejected: not gated again (repeats.py).
     tried: tuple[tuple[str, int], ...] = ()
     # The step at which the incumbent took over (0: the start): the train batches after it were
@@ -65,9 +67,12 @@ class State:
         """The pooled record of a model-free trial's kind (its edit's source); None: not pooled."""
         return {"example": self.examples_record, "rule": self.clues_record}.get(source)
 
-    def after_trial(self, source: str, record: tuple[int, int] | None, rejected_words: tuple[str, ...]) -> "State":
-        """The state after a trial of that kind: its record, its rejected rules' words, or the
-        reply template marked as tried (it is tried once)."""
+    def after_trial(self, source: str, record: tuple[int, int] | None, rejected_words: tuple[str, ...],
+                    ablated: str = "") -> "State":
+        """The state after a trial of that kind: its record, its rejected rules' words, the seed
+        block it removed (`ablated`, its key), or the reply template marked as tried (it is tried once)."""
+        if source == "ablation":
+            return replace(self, ablated=self.ablated + (ablated,))
         if source == "example":
             return replace(self, examples_record=record)
         if source == "rule":
@@ -85,7 +90,7 @@ class State:
             "test_values": {k: dict(v) for k, v in self.test_values.items()},
             "examples_record": list(self.examples_record), "template_tried": self.template_tried,
             "clues_record": list(self.clues_record), "clues_rejected": list(self.clues_rejected),
-            "tried": [list(t) for t in self.tried], "skill_since": self.skill_since,
+            "ablated": list(self.ablated), "tried": [list(t) for t in self.tried], "skill_since": self.skill_since,
         }
 
     @classmethod
@@ -107,6 +112,7 @@ class State:
                    template_tried=bool(data.get("template_tried", False)),
                    clues_record=tuple(data.get("clues_record", (0, 0))),
                    clues_rejected=tuple(str(w) for w in data.get("clues_rejected", ())),
+                   ablated=tuple(str(k) for k in data.get("ablated", ())),
                    tried=tuple((str(k), int(step)) for k, step in data.get("tried", ())),
                    skill_since=int(data.get("skill_since", 0)))
 

@@ -11,8 +11,8 @@ import time
 from dataclasses import asdict, dataclass, replace
 from typing import Callable, Sequence
 
-from . import advisor, approval, clues, examples, records, reflect, repeats, schedules, slow, speculation, template
-from . import events as ev, transforms
+from . import ablation, advisor, approval, clues, examples, records, reflect, repeats, schedules, slow, speculation
+from . import events as ev, transforms, trials
 from .approval import ApprovalDecision
 from .config import RunConfig
 from .errors import BudgetExhausted, ModelError, StopRequested
@@ -238,30 +238,25 @@ class Trainer:
         return decision, state, result
 
     def try_examples(self, step: int, state: State, train: Batch) -> tuple[ev.ExamplesTrial | None, State]:
-        """The step's model-free trial, gated alone on the incumbent (its candidate was not kept): the reply
-        template once (template.py), then on a label task the train split's rules (clues.py), else worked examples."""
+        """The step's model-free trial (trials.py), gated alone on the incumbent: its candidate was not kept."""
         c, skill = self.config, state.skill
-        fuzzy, label = c.fuzzy_anchor_threshold, self.scoring is not None and self.scoring.kind == "label"
-        layout = self.scoring.template if self.scoring and not state.template_tried else ""
         known = (*train.trajectories, *self.evaluator.known(skill, self.plan.rolled(state.skill_since, step)))
-        found = c.use_gate and not c.approval_mode and (
-            (c.worked_examples and template.for_skill(skill, layout, fuzzy))
-            or (c.clue_rules and label and clues.for_batch(skill, self.task.render, self.plan.train, known,
-                                                           state.clues_rejected, fuzzy))
-            or (c.worked_examples and examples.for_step(skill, train.trajectories, self.plan.step_seed(step), fuzzy)))
+        found = trials.offer(c, state, self.task, self.scoring, self.plan, step, train.trajectories, known)
         if not found:
             return None, state
         edit, items, text = found
         what, record = TRIAL_NAMES[edit.source], state.record_of(edit.source)  # the template has no record
         self.enter(step, "gate", f"{what}, gated alone")
-        alone = c.trial_train_items and record is not None  # examples and rules; the template is judged once
-        extra = examples.fair(items, known) if alone and edit.source == "example" else ()  # rules read every label
+        # Examples and rules alone, the template judged once; an ablation was made from no item, rules from every label.
+        alone = c.trial_train_items and record is not None or edit.source == "ablation"
+        extra = examples.fair(items, known) if alone and edit.source in ("example", "ablation") else ()
         result = (self.trial_gate if alone else self.examples_gate).run(step, skill, text, dict(state.current_values),
             "examples", examples.prior(record, c.worked_examples_alpha) if record and not alone else None, extra)
         judged, record = (result.decision, record) if alone or record is None else \
             examples.pooled(result.decision, record, c.worked_examples_alpha, what)
         judged = clues.explained(judged, edit, result.flipped, self.task.render, self.plan.selection)
-        state = state.after_trial(edit.source, record, () if judged.accept else clues.words_of(edit))
+        state = state.after_trial(edit.source, record, () if judged.accept else clues.words_of(edit),
+                                  ablation.key(edit.target))
         decision, state = self.settle(step, state, text, replace(result, decision=judged))
         return ev.ExamplesTrial(edit=edit, items=items, candidate=text, decision=decision, gate=judged,
                                 flipped=result.flipped), state

@@ -80,7 +80,8 @@ FINAL_STATUSES: tuple[RunStatus, ...] = ("completed", "incomplete", "stopped", "
 
 # What a model-free trial tried, by its edit's source (the gate_decisions.trial column): the
 # store's notes and log lines and the Gate timeline name each trial the same way.
-TRIAL_NAMES = {"example": "worked examples", "template": "reply template", "rule": "clue rules"}
+TRIAL_NAMES = {"example": "worked examples", "template": "reply template", "rule": "clue rules",
+               "ablation": "seed ablation"}
 
 # Which skill a final test evaluation scored; "none" is the target with an empty skill, the
 # bar a trained skill must clear (a weak seed can score below it).

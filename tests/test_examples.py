@@ -96,11 +96,12 @@ def trials(conn: sqlite3.Connection, run_id: str) -> list[tuple]:
 
 
 def test_examples_are_tried_alone_only_after_a_step_candidate_was_not_kept(tmp_path):
-    # clue rules off: on a label task they are tried first where the data offers some (test_clues.py)
+    # clue rules and seed ablations off: they are tried first where the data or the seed offers some
+    # (test_clues.py, test_ablation.py)
     db = tmp_path / "s.db"
     # at seed 1 the run rejects steps and so tries examples (found by running it: the sim's choices
     # are hashes of the prompts, so any change to a prompt draws other runs)
-    run_id = run_sim(db, "num_epochs=2", "worked_examples=true", "clue_rules=false", "seed=1")
+    run_id = run_sim(db, "num_epochs=2", "worked_examples=true", "clue_rules=false", "seed_ablations=0", "seed=1")
     conn = sqlite3.connect(db)
     rows = trials(conn, run_id)
     assert rows, "a sim run with rejected steps tries worked examples"
@@ -114,7 +115,7 @@ def test_examples_are_tried_alone_only_after_a_step_candidate_was_not_kept(tmp_p
     stepped = {r[0] for r in conn.execute("SELECT step FROM steps WHERE run_id = ? AND decision IN "
                                           "('reject', 'skip')", (run_id,))}
     assert {r[0] for r in rows} <= stepped
-    off = run_sim(db, "num_epochs=2", "worked_examples=false", "clue_rules=false", "seed=1")
+    off = run_sim(db, "num_epochs=2", "worked_examples=false", "clue_rules=false", "seed_ablations=0", "seed=1")
     assert not trials(conn, off)
     assert not conn.execute("SELECT 1 FROM gate_decisions WHERE run_id = ? AND kind = 'examples'", (off,)).fetchall()
     conn.close()
@@ -124,7 +125,8 @@ def test_accepted_examples_become_the_incumbent_and_count_as_accepted(tmp_path):
     db = tmp_path / "s.db"
     # At the gate's own 0.5 level some examples win their trial on the simulated world (at seed 5:
     # found by running it).
-    run_id = run_sim(db, "worked_examples=true", "worked_examples_alpha=1.0", "seed=5", "clue_rules=false")
+    run_id = run_sim(db, "worked_examples=true", "worked_examples_alpha=1.0", "seed=5", "clue_rules=false",
+                     "seed_ablations=0")
     conn = sqlite3.connect(db)
     kept = [r for r in trials(conn, run_id) if r[1] in ("accept", "accept_new_best")]
     assert kept

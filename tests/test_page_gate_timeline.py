@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.helpers import run_sim, tables
 from skillopt.store.reader import Reader
-from skillopt.vocabulary import DROP_REASONS
+from skillopt.vocabulary import DROP_REASONS, TRIAL_NAMES
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "4_Gate_timeline.py")
 
@@ -205,10 +205,11 @@ def test_decisions_frame_puts_a_slow_update_after_its_step(sim_run):
     frame = gt.decisions_frame(steps, gates)
     slow = gt.slow_gates(gates)
     assert slow and len(frame) == len(steps) + len(slow) + len(gt.examples_gates(gates))
-    for g in slow:  # the step, its worked-examples trial if one ran, then the slow update
+    for g in slow:  # the step, its model-free trial if one ran, then the slow update
         kinds = list(frame[frame["step"] == g["step"]]["kind"])
         assert kinds in (["step", "slow update after the step"],
-                         ["step", "worked examples, gated alone", "slow update after the step"])
+                         *(["step", f"{name}, gated alone", "slow update after the step"]
+                           for name in TRIAL_NAMES.values()))
 
 
 def test_a_long_run_keeps_every_epoch_line_and_decision_with_fewer_labels_and_markers():
@@ -268,12 +269,13 @@ def test_worked_examples_trials_are_drawn_listed_and_counted(tmp_path, monkeypat
     example_edits = [e for e in r.edits(run_id) if e["source"] == "example"]
     r.close()
     # the first trial tried the scorer's reply template (rejected on the simulated world), the
-    # rest clue rules (where the train split offers some) or examples
+    # rest clue rules (where the train split offers some), seed blocks removed or examples
     [template] = [g for g in gates if g["trial"] == "template"]
     trials = [g for g in gates if g["trial"] == "example"]
     rules = [g for g in gates if g["trial"] == "rule"]
-    assert rules and template["step"] < min(g["step"] for g in trials + rules)
-    assert len(trials) + len(rules) + 1 == len(gates)
+    ablations = [g for g in gates if g["trial"] == "ablation"]
+    assert rules and ablations and template["step"] < min(g["step"] for g in trials + rules + ablations)
+    assert len(trials) + len(rules) + len(ablations) + 1 == len(gates)
     kept = [g for g in trials if g["decision"] in ("accept", "accept_new_best")]
     kept_rules = [g for g in rules if g["decision"] in ("accept", "accept_new_best")]
     assert kept + kept_rules and len(kept + kept_rules) < len(trials + rules)  # the timeline shows both
@@ -285,6 +287,8 @@ def test_worked_examples_trials_are_drawn_listed_and_counted(tmp_path, monkeypat
     assert drawn == {template["step"] + 0.25: f"reply template: {template['decision']}"}
     drawn = {x: t["name"] for t in spec["data"] if t["name"].startswith("clue rules: ") for x in t["x"]}
     assert drawn == {g["step"] + 0.25: f"clue rules: {g['decision']}" for g in rules}
+    drawn = {x: t["name"] for t in spec["data"] if t["name"].startswith("seed ablation: ") for x in t["x"]}
+    assert drawn == {g["step"] + 0.25: f"seed ablation: {g['decision']}" for g in ablations}
     table = tables(at)[0]
     rows = table[table["kind"] == "worked examples, gated alone"]
     assert sorted(rows["step"].astype(int)) == sorted(g["step"] for g in trials)
@@ -293,6 +297,10 @@ def test_worked_examples_trials_are_drawn_listed_and_counted(tmp_path, monkeypat
     caption = " ".join(c.value for c in at.caption)
     assert f"worked examples tried {len(trials)}, kept {len(kept)}" in caption
     assert f"clue rules tried {len(rules)}, kept {len(kept_rules)}" in caption
+    kept_ablations = sum(g["decision"] in ("accept", "accept_new_best") for g in ablations)
+    assert f"seed ablation tried {len(ablations)}, kept {kept_ablations}" in caption
+    assert sorted(table[table["kind"] == "seed ablation, gated alone"]["step"].astype(int)) == [
+        g["step"] for g in ablations]
     assert f"reply template {'kept' if template['decision'].startswith('accept') else 'rejected'}" in caption
     # each example edit's effect is its own gate's margin, attributed to it
     by_step = {g["step"]: g for g in trials}

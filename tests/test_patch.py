@@ -32,7 +32,7 @@ Return JSON only.
 
 def test_contract_names_unchanged():
     assert OPS == ("add", "replace", "delete")
-    assert SOURCES == ("failure", "success", "human", "slow_update", "example", "template", "rule")
+    assert SOURCES == ("failure", "success", "human", "slow_update", "example", "template", "rule", "ablation")
     assert STATUSES == ("applied", "anchor_not_found", "ambiguous_anchor", "protected", "duplicate", "noop")
     edit = Edit("add")
     assert (edit.target, edit.content, edit.section, edit.source, edit.support, edit.line) == (

@@ -140,11 +140,16 @@ def test_call_forecast_follows_the_trainer_stage_by_stage():
     # Seed scoring (the seed and no skill) + one strict gate per step (the candidate only); two
     # slow updates, each comparing both epochs' skills on 5 items and gating the new guidance;
     # four tests (the seed, best and final skills and no skill).
-    # Worked examples may be gated after each of the 9 steps: a paired gate, which without the
-    # cache scores the incumbent again.
-    assert f.target == {"gate": 2 * 6 + 9 * 6, "examples": 9 * 2 * 6, "rollout": 3 * 10,
+    # A trial may be gated after each of the 9 steps: a paired gate, which without the cache
+    # scores the incumbent again, and scores the candidate on the 10 train items too (a
+    # worked-examples trial judged alone, a seed ablation: fair items).
+    assert f.target == {"gate": 2 * 6 + 9 * 6, "examples": 9 * (2 * 6 + 10), "rollout": 3 * 10,
                         "slow_update": 2 * (2 * 5 + 6), "test": 4 * 8}
-    off = sim_config(*strict, "worked_examples=false", "clue_rules=false")
+    selection_only = sim_config(*strict, "trial_train_items=false", "seed_ablations=0")
+    assert plan(None, *strict).call_forecast(selection_only).target["examples"] == 9 * 2 * 6
+    ablations_only = sim_config(*strict, "worked_examples=false", "clue_rules=false")
+    assert plan(None, *strict).call_forecast(ablations_only).target["examples"] == 9 * (2 * 6 + 10)
+    off = sim_config(*strict, "worked_examples=false", "clue_rules=false", "seed_ablations=0")
     assert plan(None, *strict).call_forecast(off).target["examples"] == 0
     reflect = 3 * (max_reflections(4, 2) + max_reflections(4, 2) + max_reflections(2, 2))
     assert f.optimizer == {"reflect": reflect, "merge": 0, "lr": 0, "slow_update": 2, "meta": 2}
@@ -156,7 +161,7 @@ def test_call_forecast_follows_the_trainer_stage_by_stage():
     # The paired gate evaluates the incumbent too; the cache's speculative rollouts may roll
     # out an epoch's later batches twice; merge and edit-budget questions once a step.
     assert f.target["gate"] == 2 * 6 + 9 * 12 and f.target["rollout"] == 3 * (10 + 4 + 2)
-    assert f.target["examples"] == 9 * 6  # the incumbent's values are cached
+    assert f.target["examples"] == 9 * (6 + 10)  # the incumbent's values are cached
     assert f.target["slow_update"] == 2 * 2 * 10  # slow_update_samples (20) capped at the 10 train items
     assert (f.optimizer["merge"], f.optimizer["lr"], f.optimizer["meta"]) == (9, 9, 0)
 
@@ -210,9 +215,11 @@ def test_call_forecast_bounds_a_real_run(tmp_path, overrides):
     target = {stage: calls.get(("target", stage), 0) for stage in forecast.target}
     assert target["rollout"] == forecast.target["rollout"]
     assert target["test"] == forecast.target["test"]
-    # Each worked-examples trial's paired gate scores the incumbent again (no cache) and the
-    # candidate until it stops; the forecast counts a full one after every step.
-    assert forecast.target["examples"] == p.total_steps * examples_gate_calls(config, n_sel) == p.total_steps * 2 * n_sel
+    # Each trial's paired gate scores the incumbent again (no cache) and the candidate until it
+    # stops, on fair train items too; the forecast counts a full one after every step.
+    n_train = len(p.train)
+    assert forecast.target["examples"] == p.total_steps * examples_gate_calls(config, n_sel, n_train) \
+        == p.total_steps * (2 * n_sel + n_train)
     assert target["examples"] == sum(n_sel + g["n_evaluated"] for g in trials) <= forecast.target["examples"]
     assert target["gate"] == forecast.target["gate"] - skipped * n_sel
     assert slow_runs == config.num_epochs - 1

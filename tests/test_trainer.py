@@ -247,10 +247,10 @@ def test_a_multi_edit_rejection_blocks_no_edit_a_lone_rejection_does(tmp_path):
 
     register_provider("t3script", lambda name, messages, settings, fmt: _proposals(messages))
     db = tmp_path / "r.db"
-    # without worked examples: their trials after each rejected step would add their own edit rows
+    # without trials: a trial after each rejected step would add its own edit rows
     run_id = run_sim(db, "optimizer_model=t3script/x", "num_epochs=1", "max_steps_per_epoch=3",
                      "lr_scheduler=constant", "learning_rate=2", "minibatch_size=20", "worked_examples=false",
-                     "clue_rules=false")
+                     "clue_rules=false", "seed_ablations=0")
     r = Reader(db)
     assert [s["decision"] for s in r.steps(run_id)] == ["reject", "reject", "reject"]
     buffer = [(b["step"], json.loads(b["edit_json"])["content"],

@@ -286,10 +286,10 @@ class Store(BufferedCaches):
             self._save_state(c, e.run_id, s, now)
 
     def _examples(self, c: sqlite3.Connection, e: ev.StepCompleted, index: int) -> None:
-        """The step's trial (worked examples, clue rules or the reply template): its edit (after
-        the step's others), candidate and gate."""
+        """The step's trial (worked examples, clue rules, a seed block removed or the reply template):
+        its edit (after the step's others), candidate and gate."""
         x, outcome = e.examples, gate_outcome(e.examples.decision)
-        what = {"template": "the scorer's reply template",
+        what = {"template": "the scorer's reply template", "ablation": "the skill without one block of the seed",
                 "rule": f"clue rules read off the train split's answers, for train items {', '.join(x.items)}"}.get(
             x.edit.source, f"worked examples of train items {', '.join(x.items)}")
         after = "skipped" if e.decision == "skip" else "rejected"

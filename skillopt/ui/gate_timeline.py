@@ -141,15 +141,15 @@ def _slow_traces(slow: Sequence[Row]) -> list[go.Scatter]:
 
 
 def trial_name(g: Row) -> str:
-    """What a model-free trial tried: the scorer's reply template, a step's clue rules or its
-    worked examples (a trial whose edit is not stored reads as worked examples)."""
+    """What a model-free trial tried: the scorer's reply template, a step's clue rules, a seed
+    block removed or its worked examples (a trial whose edit is not stored reads as worked examples)."""
     return TRIAL_NAMES.get(g.get("trial") or "example", TRIAL_NAMES["example"])
 
 
 def _examples_traces(trials: Sequence[Row]) -> list[go.Scatter]:
     traces = []
     for name, symbol in (("worked examples", "triangle-up"), ("clue rules", "triangle-right"),
-                         ("reply template", "triangle-down")):
+                         ("reply template", "triangle-down"), ("seed ablation", "triangle-left")):
         traces += _gate_traces([g for g in trials if trial_name(g) == name], name, EXAMPLES_OFFSET, symbol, 11,
                                lambda g: f"{trial_name(g)} after step {g['step']}, gated alone")
     return traces
@@ -189,7 +189,7 @@ def counts_caption(steps: Sequence[Row], gates: Sequence[Row], gate_mode: str) -
     counts = {d: sum(s["decision"] == d for s in steps) for d in STEP_STYLE}
     trials = examples_gates(gates)
     tried = ""
-    for name in ("worked examples", "clue rules"):
+    for name in ("worked examples", "clue rules", "seed ablation"):
         shown = [g for g in trials if trial_name(g) == name]
         tried += f" · {name} tried {len(shown)}, kept {sum(g['decision'] in ACCEPTED for g in shown)}" if shown else ""
     tried += "".join(f" · reply template {'kept' if g['decision'] in ACCEPTED else 'rejected'}"
