@@ -20,17 +20,17 @@ import hashlib
 from typing import Collection
 
 from .patch import Edit, apply_edits
-from .skill import is_heading, lines, protected_spans
+from .skill import headings, lines, protected_spans
 
 
 def blocks(text: str) -> tuple[str, ...]:
     """The skill's blocks: maximal runs of non-blank, non-heading lines outside protected blocks,
     each as its exact text without the last newline."""
-    spans = protected_spans(text)
+    spans, heads = protected_spans(text), {h[0] for h in headings(text)}  # headings outside fenced code
     out, run = [], []
     for start, end, line in lines(text):
         inside = any(s <= start < e for s, e in spans)
-        if inside or not line.strip() or is_heading(line):
+        if inside or not line.strip() or start in heads:
             if run:
                 out.append(text[run[0]:run[1]].rstrip("\r\n"))
             run = []

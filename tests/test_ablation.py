@@ -17,6 +17,8 @@ def test_blocks_are_runs_of_lines_between_blank_lines_and_headings():
     assert ablation.blocks(SEED) == ("You answer residents' questions.\nPick the one bin that fits.", BINS,
                                      "Answer with the bin name only.")
     assert ablation.blocks("# Title\n## Only headings\n") == ()
+    fenced = "## Example\n```sh\n# a comment, not a heading\nrun it\n```\n"
+    assert ablation.blocks(fenced) == ("```sh\n# a comment, not a heading\nrun it\n```",)
     crlf = SEED.replace("\n", "\r\n")
     assert [b.replace("\r\n", "\n") for b in ablation.blocks(crlf)] == list(ablation.blocks(SEED))
 
