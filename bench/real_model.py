@@ -9,7 +9,8 @@ own fresh database:
 
 - reference: the published SkillOpt's behaviour, the reference arm of every bench
   (bench/calls.py's REFERENCE: strict gate on hard accuracy, no evaluation cache, every stage
-  sequential);
+  sequential, none of the project's additions: no evidence check, no model-free trials, the
+  seed always the start, the slow update forced in);
 - defaults: the project's defaults, nothing else set.
 
 Figures per arm: target calls and optimizer calls (real calls: cache hits are not calls, and a
