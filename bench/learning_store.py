@@ -106,6 +106,7 @@ def _trials(db: Path, run_id: str) -> dict[str, list[str]]:
     """The decisions of the model-free trials by what they tried (example | rule | template | ablation), as the
     reader names them for the dashboard."""
     from skillopt.store.reader import Reader
+    from skillopt.vocabulary import TRIAL_NAMES
 
     reader = Reader(db)
     try:
@@ -113,7 +114,7 @@ def _trials(db: Path, run_id: str) -> dict[str, list[str]]:
     finally:
         reader.close()
     return {kind: [g["decision"] for g in gates if g["kind"] == "examples" and g["trial"] == kind]
-            for kind in ("example", "rule", "template", "ablation")}
+            for kind in TRIAL_NAMES}
 
 
 def read_run(db: Path, run_id: str) -> dict:

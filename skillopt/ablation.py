@@ -20,17 +20,18 @@ import hashlib
 from typing import Collection
 
 from .patch import Edit, apply_edits
-from .skill import headings, lines, protected_spans
+from .skill import code_lines, is_heading, protected_spans
 
 
 def blocks(text: str) -> tuple[str, ...]:
     """The skill's blocks: maximal runs of non-blank, non-heading lines outside protected blocks,
-    each as its exact text without the last newline."""
-    spans, heads = protected_spans(text), {h[0] for h in headings(text)}  # headings outside fenced code
+    each as its exact text without the last newline. A fenced code block's lines, blank ones
+    included, belong to the block around them: half a code example is not a block."""
+    spans = protected_spans(text)
     out, run = [], []
-    for start, end, line in lines(text):
+    for start, end, line, in_code in code_lines(text):
         inside = any(s <= start < e for s, e in spans)
-        if inside or not line.strip() or start in heads:
+        if inside or not in_code and (not line.strip() or is_heading(line)):
             if run:
                 out.append(text[run[0]:run[1]].rstrip("\r\n"))
             run = []

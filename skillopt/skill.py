@@ -74,20 +74,29 @@ def is_heading(line: str) -> bool:
     return bool(_HEADING.match(line))
 
 
-def headings(text: str) -> list[tuple[int, int, int, str]]:
-    """(line_start, line_end, level, title) of every ATX heading outside fenced code."""
-    found = []
+def code_lines(text: str) -> list[tuple[int, int, str, bool]]:
+    """(start, end, line, in_code) for every line: `in_code` is true for a fenced code block's
+    lines, its opening and closing fences included (a heading or a blank line there is code)."""
+    out = []
     fence: tuple[str, int] | None = None  # (fence char, length) while inside a code block
     for start, end, line in lines(text):
         fm = _FENCE.match(line)
         if fence is not None:
             if fm and fm.group(1)[0] == fence[0] and len(fm.group(1)) >= fence[1] and not fm.group(2).strip():
                 fence = None
+            out.append((start, end, line, True))
             continue
         if fm and not (fm.group(1)[0] == "`" and "`" in fm.group(2)):
             fence = (fm.group(1)[0], len(fm.group(1)))
-            continue
-        hm = _HEADING.match(line)
+        out.append((start, end, line, fence is not None))
+    return out
+
+
+def headings(text: str) -> list[tuple[int, int, int, str]]:
+    """(line_start, line_end, level, title) of every ATX heading outside fenced code."""
+    found = []
+    for start, end, line, in_code in code_lines(text):
+        hm = None if in_code else _HEADING.match(line)
         if hm:
             title = _CLOSING_HASHES.sub("", hm.group(2) or "").strip()
             found.append((start, end, len(hm.group(1)), title))

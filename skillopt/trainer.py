@@ -26,7 +26,7 @@ from .skill import guidance, sha
 from .records import Update, edit_outcomes
 from .screen import Screen
 from .state import State
-from .tasks.task import expected_text
+from .tasks.task import Trajectory, expected_text
 from .validation import GateResult, Validator
 from .vocabulary import ACCEPTED, TRIAL_NAMES, Decision, RunStatus, Stage
 
@@ -79,6 +79,10 @@ class Trainer:
             raise ModelError(f"all {len(batch.trajectories)} rollouts failed ({batch.trajectories[0].error}; "
                              f"target {self.models.target.model}); stopping instead of scoring them 0")
         return batch
+
+    def known(self, state: State, step: int) -> tuple[Trajectory, ...]:
+        """The incumbent's cached rollouts on the train items of the steps since it became the incumbent (no call)."""
+        return self.evaluator.known(state.skill, self.plan.rolled(state.skill_since, step))
 
     # ---- the run --------------------------------------------------------------------
     def fit(self, state: State | None = None) -> RunStatus:
@@ -240,7 +244,7 @@ class Trainer:
     def try_examples(self, step: int, state: State, train: Batch) -> tuple[ev.ExamplesTrial | None, State]:
         """The step's model-free trial (trials.py), gated alone on the incumbent: its candidate was not kept."""
         c, skill = self.config, state.skill
-        known = (*train.trajectories, *self.evaluator.known(skill, self.plan.rolled(state.skill_since, step)))
+        known = (*train.trajectories, *self.known(state, step))
         found = trials.offer(c, state, self.task, self.scoring, self.plan, step, train.trajectories, known)
         if not found:
             return None, state
@@ -335,8 +339,7 @@ class Trainer:
             candidate = result.skill
             if c.slow_update_gate:
                 # Written from the sample's cases alone: the incumbent's other train rollouts are fair items.
-                fair = examples.fair({it.id for it in sample}, self.evaluator.known(
-                    state.skill, self.plan.rolled(state.skill_since, step))) if c.slow_train_items else ()
+                fair = examples.fair({it.id for it in sample}, self.known(state, step)) if c.slow_train_items else ()
                 gated = self.gate.run(step, state.skill, candidate, dict(state.current_values), "slow_update",
                                       extra=fair)
                 gate_decision = gated.decision

@@ -19,6 +19,8 @@ def test_blocks_are_runs_of_lines_between_blank_lines_and_headings():
     assert ablation.blocks("# Title\n## Only headings\n") == ()
     fenced = "## Example\n```sh\n# a comment, not a heading\nrun it\n```\n"
     assert ablation.blocks(fenced) == ("```sh\n# a comment, not a heading\nrun it\n```",)
+    spaced = "Intro.\n\n```py\nfirst()\n\nsecond()\n```\nAfter the code.\n\nLast."
+    assert ablation.blocks(spaced) == ("Intro.", "```py\nfirst()\n\nsecond()\n```\nAfter the code.", "Last.")
     crlf = SEED.replace("\n", "\r\n")
     assert [b.replace("\r\n", "\n") for b in ablation.blocks(crlf)] == list(ablation.blocks(SEED))
 

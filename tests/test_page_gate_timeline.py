@@ -305,3 +305,11 @@ def test_worked_examples_trials_are_drawn_listed_and_counted(tmp_path, monkeypat
     # each example edit's effect is its own gate's margin, attributed to it
     by_step = {g["step"]: g for g in trials}
     assert example_edits and all(e["attribution"] == by_step[e["step"]]["margin"] for e in example_edits)
+
+
+def test_every_trial_kind_has_its_own_marker():
+    """A trial kind added to the vocabulary without a marker would be missing from the chart."""
+    from skillopt.ui import gate_timeline as gt
+
+    assert list(gt.TRIAL_MARKERS) and set(gt.TRIAL_MARKERS) == set(TRIAL_NAMES)
+    assert len(set(gt.TRIAL_MARKERS.values())) == len(gt.TRIAL_MARKERS)

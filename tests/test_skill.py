@@ -57,6 +57,14 @@ def test_heading_detection(text, expected):
     assert [s.path for s in sk.parse(text).sections] == expected
 
 
+def test_code_lines_marks_fences_and_what_they_hold():
+    text = "prose\n````md\n# not a heading\n\n```\n````\nafter\n"
+    assert [(line, code) for _, _, line, code in sk.code_lines(text)] == [
+        ("prose", False), ("````md", True), ("# not a heading", True), ("", True), ("```", True), ("````", True),
+        ("after", False)]
+    assert [(s, e) for s, e, _, _ in sk.code_lines(text)] == [(s, e) for s, e, _ in sk.lines(text)]
+
+
 @pytest.mark.parametrize("text", [
     DOC,
     "# T\r\n\r\n- crlf line\r\n",

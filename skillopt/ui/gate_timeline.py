@@ -32,6 +32,9 @@ OTHER_COLOUR = "#7f7f7f"
 SLOW_STYLE: dict[str, str] = {d: STEP_STYLE[d][1] if d in STEP_STYLE else OTHER_COLOUR for d in DECISIONS}
 SLOW_OFFSET = 0.5  # a slow update runs after its epoch's last step: drawn between that step and the next
 EXAMPLES_OFFSET = 0.25  # a worked-examples trial runs right after its step's gate: drawn just after it
+# Each model-free trial's marker, by its edit's source, in legend order; every TRIAL_NAMES key has one.
+TRIAL_MARKERS = {"example": "triangle-up", "rule": "triangle-right", "template": "triangle-down",
+                 "ablation": "triangle-left"}
 GREY_LINE = "rgba(128,128,128,.5)"
 # The browser draws every label as an SVG element (skillopt.ui.plotting): on a long run the
 # epoch labels thin out to at most this many (they overlapped beyond ~12 anyway); every epoch
@@ -148,8 +151,8 @@ def trial_name(g: Row) -> str:
 
 def _examples_traces(trials: Sequence[Row]) -> list[go.Scatter]:
     traces = []
-    for name, symbol in (("worked examples", "triangle-up"), ("clue rules", "triangle-right"),
-                         ("reply template", "triangle-down"), ("seed ablation", "triangle-left")):
+    for source, symbol in TRIAL_MARKERS.items():
+        name = TRIAL_NAMES[source]
         traces += _gate_traces([g for g in trials if trial_name(g) == name], name, EXAMPLES_OFFSET, symbol, 11,
                                lambda g: f"{trial_name(g)} after step {g['step']}, gated alone")
     return traces
@@ -189,7 +192,7 @@ def counts_caption(steps: Sequence[Row], gates: Sequence[Row], gate_mode: str) -
     counts = {d: sum(s["decision"] == d for s in steps) for d in STEP_STYLE}
     trials = examples_gates(gates)
     tried = ""
-    for name in ("worked examples", "clue rules", "seed ablation"):
+    for name in (TRIAL_NAMES[source] for source in TRIAL_MARKERS if source != "template"):  # the template: once
         shown = [g for g in trials if trial_name(g) == name]
         tried += f" · {name} tried {len(shown)}, kept {sum(g['decision'] in ACCEPTED for g in shown)}" if shown else ""
     tried += "".join(f" · reply template {'kept' if g['decision'] in ACCEPTED else 'rejected'}"
