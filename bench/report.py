@@ -65,6 +65,12 @@ def ci(stat: dict, digits: int, signed: bool = False, unit: str = "", bold: bool
     return f"{mean} (95% CI {fmt.format(stat['low'])} to {fmt.format(stat['high'])})"
 
 
+def reference_name(knobs: list[str]) -> str:
+    """What a saved reference arm was: results saved before ceac7f7 left the project's additions on in it."""
+    return ("strict gate, no cache, none of the project's additions" if "worked_examples=false" in knobs
+            else "strict gate, no cache; the project's additions then on by default ran in it too")
+
+
 def calls_miss(f: dict) -> str:
     why = [w for w, bad in (("ratio above 0.5", f["ratio"]["mean"] > 0.5),
                             ("test score lower", f["test_diff"]["mean"] < 0)) if bad]
@@ -77,7 +83,7 @@ def calls_figures(fig: dict, label: str) -> str:
     n = f["ratio"]["n"]
     return (f"{fig['task']}, 4 epochs × batch 40, {n} seeds ({fig['seeds'][0]}–{fig['seeds'][1]}), fresh databases. "
             f"Picked by the script's rule on tuning seeds {fig['tune_seeds'][0]}–{fig['tune_seeds'][1]}: "
-            f"{short_config(f['config'])}{matched}. Reference (strict gate, no cache) "
+            f"{short_config(f['config'])}{matched}. Reference ({reference_name(fig.get('reference', []))}) "
             f"{f['reference_target_calls']:.0f} target calls, test {f['reference_test']:.3f} → picked {f['target_calls']:.0f} calls, test "
             f"{f['test']:.3f}; per seed: calls ratio {ci(f['ratio'], 2, unit='×', bold=True)}, test difference "
             f"{ci(f['test_diff'], 3, signed=True)}; optimizer calls {f['reference_optimizer_calls']:.0f} → "
@@ -174,7 +180,7 @@ def real_model_row(results: dict) -> str:
     why = [w for w, bad in (("calls above 0.6×", (r["target_calls"] or 9) > 0.6), ("wall time above 0.5×",
                             (r["wall_s"] or 9) > 0.5), ("test score lower", f["test_diff"] < 0)) if bad]
     figures = (f"{f['task']}, `{f['target']}` as target and optimizer, 2 epochs × batch 20, seed {f['seed']} (one "
-               f"measurement, no interval). Reference (strict gate, no cache) "
+               f"measurement, no interval). Reference ({reference_name(f.get('reference', []))}) "
                f"{ref['target_calls']} target + {ref['optimizer_calls']} optimizer calls, {ref['tokens']:,} tokens, "
                f"{ref['wall_s'] / 60:.1f} min, test {ref['test']['best']:.3f} → defaults {new['target_calls']} + "
                f"{new['optimizer_calls']} calls, {new['tokens']:,} tokens, {new['wall_s'] / 60:.1f} min, test "

@@ -146,6 +146,14 @@ def test_the_real_model_row_shows_a_full_run_only_and_names_each_miss():
     assert "**0.55× target calls**" in met and "**0.40× wall time**" in met and met.split(" | ")[3].endswith(": met")
     missed = report.real_model_row({"real_model": real_model_result("full", 0.7, 0.6, -0.02)})
     assert "**missed** (calls above 0.6×, wall time above 0.5×, test score lower)" in missed
+    import calls
+
+    published = real_model_result("full", 0.7, 0.6, 0.0)
+    published["figures"]["reference"] = list(calls.REFERENCE)
+    assert "Reference (strict gate, no cache, none of the project's additions)" in report.real_model_row(
+        {"real_model": published})
+    published["figures"]["reference"] = ["gate_mode=strict", "use_cache=false", "check_evidence=false"]
+    assert "the project's additions then on by default ran in it too" in report.real_model_row({"real_model": published})
 
 
 def test_the_embedded_model_row_misses_when_reuse_changes_a_reply():
