@@ -64,7 +64,7 @@ CANDIDATES = tuple(("gate_mode=paired", f"gate_alpha={alpha}", f"selection_size=
                     "use_cache=true", "speculative_rollouts=false")
                    for size in (30, 40, 0) for alpha in (0.5, 0.3) for fo in ("true", "false"))
 TUNE_SEED, REPORT_SEED = 1000, 42
-STAGES = ("rollout", "gate", "slow_update", "test")
+STAGES = ("rollout", "gate", "examples", "slow_update", "test")  # the target's: "examples" = model-free trials
 
 
 def measure(db: Path, overrides: tuple[str, ...], seed: int) -> dict:
@@ -82,27 +82,28 @@ def measure(db: Path, overrides: tuple[str, ...], seed: int) -> dict:
     reader = Reader(db)
     try:
         paid = paid_calls(reader, run_id)
-        stages = {r["stage"]: r["n"] for r in reader.q(
-            "SELECT stage, COUNT(*) AS n FROM llm_calls WHERE run_id = ? AND role = 'target' AND cached = 0 "
-            "GROUP BY stage", (run_id,))}
     finally:
         reader.close()
-    stages["test"] = stages.get("test", 0) - paid["repeat_test_calls"]
     return {"seed": seed, "status": status, **{k: paid[k] for k in (
         "target_calls", "repeat_test_calls", "optimizer_calls", "tokens", "accepts")},
-        "stages": {s: stages.get(s, 0) for s in STAGES},
+        "stages": paid["stages"],
         "test_best": paid["tests"]["best"]["score"], "test_seed": paid["tests"]["seed"]["score"]}
 
 
 def paid_calls(reader, run_id: str) -> dict:
     """A run's figures by the counting rule: real calls by role and their tokens, less a repeated
-    test evaluation's; its test rows; its steps and how many were accepted."""
+    test evaluation's; target calls by stage; its test rows; its steps and how many were accepted."""
     made = reader.one("SELECT SUM(role = 'target') AS target, SUM(role = 'optimizer') AS optimizer, "
                       "COALESCE(SUM(prompt_tokens + completion_tokens), 0) AS tokens "
                       "FROM llm_calls WHERE run_id = ? AND cached = 0", (run_id,))
     repeat_calls, repeat_tokens = repeated_tests(reader, run_id)
     decisions = [s["decision"] for s in reader.steps(run_id)]
+    stages = {r["stage"]: r["n"] for r in reader.q(
+        "SELECT stage, COUNT(*) AS n FROM llm_calls WHERE run_id = ? AND role = 'target' AND cached = 0 "
+        "GROUP BY stage", (run_id,))}
+    stages["test"] = stages.get("test", 0) - repeat_calls
     return {"target_calls": (made["target"] or 0) - repeat_calls, "repeat_test_calls": repeat_calls,
+            "stages": {s: stages.get(s, 0) for s in STAGES},
             "optimizer_calls": made["optimizer"] or 0, "tokens": made["tokens"] - repeat_tokens,
             "tests": reader.tests(run_id), "steps": len(decisions),
             "accepts": sum(d.startswith("accept") for d in decisions)}

