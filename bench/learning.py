@@ -15,8 +15,11 @@ another's replies). Every figure is read back from the store, as a user would se
   items wholly right, whatever metric the run gated on;
 - the lift of best over the better of no skill and seed, with its paired bootstrap 95%
   interval and per-label breakdown (the lift table);
-- steps accepted / rejected / skipped, the slow updates' decisions, and the worked-examples
-  trials' and the reply-template trial's (each gated alone after a step's candidate was not kept);
+- steps accepted / rejected / skipped, the slow updates' decisions, and the decisions of each kind
+  of model-free trial (gated alone after a step's candidate was not kept); `trial_log` lists every
+  trial in step order with what it tried, its items won, lost and scored, and the target calls
+  it paid, and `target_calls_by_stage` where every target call went, so a run can be read again
+  once its store is gone;
 - usable optimizer replies: reflection minibatches whose reply was usable / all;
 - edits proposed / applied, each edit that was not applied counted by its reason (a dropped
   edit's reason is the first word of its note, otherwise its pipeline fate or patch status),

@@ -102,23 +102,41 @@ def read_edits(conn: sqlite3.Connection, run_id: str) -> dict:
             "contradicted_accepted": sum(e["gate"] == "accepted" for e in contradicted)}
 
 
-def _trials(db: Path, run_id: str) -> dict[str, list[str]]:
-    """The decisions of the model-free trials by what they tried (example | rule | template | ablation), as the
-    reader names them for the dashboard."""
+def _trial_gates(db: Path, run_id: str) -> list[dict]:
+    """The model-free trials' gate rows in step order, each with `trial`: what it tried (example | rule |
+    template | ablation), as the reader names them for the dashboard."""
     from skillopt.store.reader import Reader
-    from skillopt.vocabulary import TRIAL_NAMES
 
     reader = Reader(db)
     try:
-        gates = reader.gate_decisions(run_id)
+        return [g for g in reader.gate_decisions(run_id) if g["kind"] == "examples"]
     finally:
         reader.close()
-    return {kind: [g["decision"] for g in gates if g["kind"] == "examples" and g["trial"] == kind]
-            for kind in TRIAL_NAMES}
+
+
+def trial_log(conn: sqlite3.Connection, gates: list[dict], run_id: str) -> list[dict]:
+    """Each trial in step order: what it tried, its decision, the items it won, lost and was scored
+    on, and the target calls it paid (its step's "examples" stage): enough to read a run's trials
+    again, or to ask what a different rule for trials would have cost, once its store is gone."""
+    paid = {r["step"]: r["n"] for r in query_rows(
+        conn, "SELECT step, COUNT(*) AS n FROM llm_calls WHERE run_id = ? AND role = 'target' AND cached = 0 "
+              "AND stage = 'examples' GROUP BY step", (run_id,))}
+    return [{"step": g["step"], "trial": g["trial"], "decision": g["decision"], "wins": g["wins"],
+             "losses": g["losses"], "evaluated": g["n_evaluated"], "target_calls": paid.get(g["step"], 0)}
+            for g in gates]
+
+
+def target_stages(conn: sqlite3.Connection, run_id: str) -> dict[str, int]:
+    """The target's calls by the stage that paid them (rollout, gate, examples, slow_update, test)."""
+    return {r["stage"]: r["n"] for r in query_rows(
+        conn, "SELECT stage, COUNT(*) AS n FROM llm_calls WHERE run_id = ? AND role = 'target' AND cached = 0 "
+              "GROUP BY stage ORDER BY stage", (run_id,))}
 
 
 def read_run(db: Path, run_id: str) -> dict:
     """Every figure of one run, from the store only."""
+    from skillopt.vocabulary import TRIAL_NAMES
+
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         run = query_rows(conn, "SELECT status, reason, config_json FROM runs WHERE id = ?", (run_id,))[0]
@@ -127,7 +145,8 @@ def read_run(db: Path, run_id: str) -> dict:
         hard, hard_lift = read_hard(conn, run_id, config.get("seed", 0))
         steps = [r["decision"] for r in query_rows(conn, "SELECT decision FROM steps WHERE run_id = ?", (run_id,))]
         slow = [r["decision"] for r in query_rows(conn, "SELECT decision FROM slow_updates WHERE run_id = ?", (run_id,))]
-        trials = _trials(db, run_id)
+        gates = _trial_gates(db, run_id)
+        trials = {kind: [g["decision"] for g in gates if g["trial"] == kind] for kind in TRIAL_NAMES}
         replies = query_rows(conn, "SELECT COUNT(*) AS n, COALESCE(SUM(ok), 0) AS ok FROM reflections WHERE run_id = ?",
                         (run_id,))[0]
         calls = {r["role"]: r["n"] for r in query_rows(
@@ -144,7 +163,8 @@ def read_run(db: Path, run_id: str) -> dict:
                                          "share": _round(replies["ok"] / replies["n"]) if replies["n"] else None},
                    "edits": read_edits(conn, run_id),
                    "calls": {"target": calls.get("target", 0), "optimizer": calls.get("optimizer", 0),
-                             "judge": calls.get("judge", 0), "cache_hits": hits["n"], "errors": hits["errors"]}}
+                             "judge": calls.get("judge", 0), "cache_hits": hits["n"], "errors": hits["errors"]},
+                   "target_calls_by_stage": target_stages(conn, run_id), "trial_log": trial_log(conn, gates, run_id)}
     finally:
         conn.close()
     return figures

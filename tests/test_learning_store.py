@@ -80,3 +80,21 @@ def test_hard_figures_are_read_from_the_test_rollouts_and_match_a_hard_run(sim_b
         {k: row["lift"][k] for k in ("baseline", "best", "lift", "ci_low", "ci_high", "n_items")}
 
 
+
+
+def test_the_trial_log_and_the_stages_add_up_to_the_runs_calls(sim_bench):
+    """Each trial is one "examples" gate row with the calls its step paid for it; the stages hold
+    every target call of the run."""
+    db, row = sim_bench
+    run_id = row["run_id"]
+    gates = query(db, "SELECT step, decision, wins, losses, n_evaluated FROM gate_decisions "
+                      "WHERE run_id = ? AND kind = 'examples' ORDER BY step", (run_id,))
+    log = row["trial_log"]
+    assert gates and [(t["step"], t["decision"], t["wins"], t["losses"], t["evaluated"]) for t in log] == gates
+    assert {t["trial"] for t in log} <= {"example", "rule", "template", "ablation"}
+    kept = sum(row[f"{k}_trials"]["accepted"] for k in ("examples", "rule", "template", "ablation"))
+    assert kept == sum(t["decision"] in ("accept", "accept_new_best") for t in log)
+    stages = row["target_calls_by_stage"]
+    assert sum(stages.values()) == row["calls"]["target"]
+    assert sum(t["target_calls"] for t in log) == stages["examples"] > 0
+    assert all(t["target_calls"] >= t["evaluated"] > 0 or t["evaluated"] == 0 for t in log)

@@ -97,7 +97,7 @@ class Reader:
 
     def gate_decisions(self, run_id: str) -> list[dict[str, Any]]:
         """`trial`: which model-free change an "examples" gate judged (the source of its edit:
-        example | rule | template); None for every other gate."""
+        example | rule | template | ablation); None for every other gate."""
         return self.q("SELECT g.*, (SELECT e.source FROM edits e WHERE e.run_id = g.run_id AND e.step = g.step "
                       f"AND g.kind = 'examples' AND e.source IN {_TRIALS} LIMIT 1) AS trial "
                       "FROM gate_decisions g WHERE g.run_id = ? ORDER BY g.step, g.kind", (run_id,))
