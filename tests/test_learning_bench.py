@@ -120,11 +120,29 @@ def test_a_run_that_did_not_complete_misses():
     assert not checks["completed"]["met"] and checks["lift"]["met"]
 
 
-def test_task_types():
-    assert {t: learning.task_type(t) for t in learning.TASKS} == {
-        "ticket-routing": "classification", "invoice-extraction": "format", "word-problems": "format",
-        "waste-sorting": "classification", "parcel-lockers": "classification", "clinic-desk": "classification"}
+def test_task_types_are_read_off_the_run_and_the_scorer():
+    """A seed and no skill that get (almost) nothing wholly right make a format task, whatever the
+    task; otherwise the scorer decides: labels are classification, numbers and JSON "other"."""
+    failing = {"none": 0.0, "seed": 0.04, "best": 0.6, "final": 0.6}
+    assert learning.task_type("word-problems", failing) == "format"
+    assert learning.task_type("ticket-routing", failing) == "format"  # the rule, not the name
+    assert learning.task_type("word-problems", {**failing, "seed": 0.05}) == "other"
+    assert learning.task_type("invoice-extraction", {**failing, "none": None}) == "other"
+    assert learning.task_type("clinic-desk", {**failing, "none": 0.3}) == "classification"
+    assert learning.task_type(str(TASK_DIR)) == "classification"
     assert learning.TASKS[0] == "clinic-desk" and "sim-rulebook" not in learning.TASKS
+
+
+def test_every_saved_row_has_the_type_the_rule_gives_it():
+    """The rule gives each built-in task the type it was judged by when it ran."""
+    saved = json.loads((ROOT / "bench" / "results" / "learning.json").read_text())
+    for task, row in saved["figures"]["tasks"].items():
+        assert learning.task_type(task, row["test_hard"]) == row["type"], task
+
+
+def test_other_tasks_are_judged_like_classification_ones():
+    checks = learning.targets("other", fake_row(none=0.5, seed=0.55, best=0.52, ci_low=-0.1))
+    assert not checks["lift"]["met"] and not checks["no_harm"]["met"]
 
 
 # ------------------------------------------------------------ the command line and the saved line
