@@ -130,7 +130,8 @@ def test_task_types_are_read_off_the_run_and_the_scorer():
     assert learning.task_type("invoice-extraction", {**failing, "none": None}) == "other"
     assert learning.task_type("clinic-desk", {**failing, "none": 0.3}) == "classification"
     assert learning.task_type(str(TASK_DIR)) == "classification"
-    assert learning.TASKS[0] == "clinic-desk" and "sim-rulebook" not in learning.TASKS
+    assert learning.task_type("courier-addresses", {**failing, "none": 0.3}) == "other"  # free-text answers
+    assert learning.TASKS[0] == "courier-addresses" and "sim-rulebook" not in learning.TASKS
 
 
 def test_every_saved_row_has_the_type_the_rule_gives_it():
@@ -271,7 +272,7 @@ def test_the_saved_result_keeps_the_tasks_this_run_did_not_measure_each_with_its
 
 # ------------------------------------------------------------ the held-out task
 
-@pytest.mark.parametrize("name", ["waste-sorting", "parcel-lockers", "clinic-desk"])
+@pytest.mark.parametrize("name", ["waste-sorting", "parcel-lockers", "clinic-desk", "courier-addresses"])
 def test_the_task_regenerates_byte_identically(name, tmp_path):
     folder = ROOT / "data" / "tasks" / name
     subprocess.run([sys.executable, "-B", str(folder / "generate.py"), "--out", str(tmp_path)], check=True)
@@ -279,7 +280,7 @@ def test_the_task_regenerates_byte_identically(name, tmp_path):
         assert (tmp_path / f"{split}.jsonl").read_bytes() == (folder / f"{split}.jsonl").read_bytes()
 
 
-@pytest.mark.parametrize("name", ["waste-sorting", "parcel-lockers", "clinic-desk"])
+@pytest.mark.parametrize("name", ["waste-sorting", "parcel-lockers", "clinic-desk", "courier-addresses"])
 def test_the_task_files_have_the_hashes_the_readme_recorded(name):
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     recorded = dict((path, digest) for digest, path in
@@ -405,3 +406,30 @@ def test_the_clinic_desk_task_is_a_held_out_family_with_its_rules_in_every_split
     assert not any(word in seed for word in ("ashcombe", "saltmarsh", "under 2", "month", "side effect", "travel",
                                              "pregnan", "midwife", "care home", "nursing home", "sick note",
                                              "fit note", "pharmacist"))
+
+
+def test_the_courier_addresses_task_is_a_held_out_family_of_free_text_answers():
+    """It validates; its 64 / 32 / 96 splits each hold every rule; every answer is the house line
+    (the rule it breaks undone) and the seed states none of the rules."""
+    from skillopt.tasks.loader import load_task, validate_task
+
+    folder = ROOT / "data" / "tasks" / "courier-addresses"
+    assert validate_task(folder) == []
+    task = load_task(folder)
+    assert task.scoring().kind == "text"  # not labels: no clue rule applies to it
+    line = re.compile(r"^(Flat \d+, )?\d+ [A-Z][a-z]+ [A-Z][a-z]+, Northbay NB\d \d[A-Z]{2}$")
+    rules = {"rule_long_type", "rule_flat", "rule_postcode", "rule_number_words", "rule_district", "rule_addressee"}
+    answers = set()
+    for split, size in {"train": 64, "selection": 32, "test": 96}.items():
+        rows = [json.loads(x) for x in (folder / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()]
+        assert len(rows) == len(task.split(split)) == size
+        assert {r["kind"] for r in rows} == rules | {"plain"}, split
+        for r in rows:
+            assert line.match(r["address"]), r
+            assert r["address"].startswith("Flat ") == (r["kind"] == "rule_flat"), r
+            assert r["address"].split(",")[-2].split()[-1] in ("St", "Rd") or r["kind"] != "rule_long_type", r
+        answers |= {r["address"] for r in rows}
+    assert len(answers) >= 180  # almost every item has an answer of its own
+    seed = task.seed_skill.lower()
+    assert not any(word in seed for word in ("northbay", " st ", " rd", "flat", "apartment", "digit", "district",
+                                             "c/o", "business", "space"))
