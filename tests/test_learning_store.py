@@ -80,8 +80,6 @@ def test_hard_figures_are_read_from_the_test_rollouts_and_match_a_hard_run(sim_b
         {k: row["lift"][k] for k in ("baseline", "best", "lift", "ci_low", "ci_high", "n_items")}
 
 
-
-
 def test_the_trial_log_and_the_stages_add_up_to_the_runs_calls(sim_bench):
     """Each trial is one "examples" gate row with the calls its step paid for it; the stages hold
     every target call of the run."""
