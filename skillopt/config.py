@@ -62,6 +62,10 @@ class RunConfig:
     # 0.5 a change with no effect passes about every other try; so a trial is kept only when
     # the items it won and lost pass a sign test at this level.
     worked_examples_alpha: float = 0.2  # a no-effect change passes at most about 1 time in 5
+    # Pair each worked example with a train item the incumbent got right whose right answer is
+    # what the target wrongly replied to it (examples.contrasts), so that failures alone do not
+    # tilt a small target toward their answers; only where replies can equal answers (labels).
+    contrast_examples: bool = False  # off: measured on one task so far (bench/README), not yet on the rest
     # Judge each worked-examples or clue-rule trial alone at that level, a worked-examples trial
     # on the selection split plus the incumbent's train rollouts it does not show (examples.fair:
     # fair items at no incumbent call). Off: selection only, kept when every trial's items

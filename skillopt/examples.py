@@ -11,7 +11,8 @@ never ride in the optimizer's candidate: where they hurt a task they are rejecte
 sinking the optimizer's good edits, and where the optimizer's edits are bad they are judged
 on their own. For any task type: the task is the text its trajectory was prompted with, less
 the lines every task shares, and the answer is the expected answer as text (a label, a
-number, a JSON object).
+number, a JSON object). With `contrast_examples`, each failure shown is followed by a train
+task the incumbent got right whose right answer is the failure's wrong reply (`contrasts`).
 
 A trial runs on every rejected step, so at the gate's own level (any net win) luck alone
 would let some in; it is kept only when its items won and lost pass a one-sided sign test at
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 from typing import Collection, Sequence
 
 from .gate import GateDecision, Prior, sign_test_p
@@ -42,6 +44,7 @@ PER_STEP = 3  # examples one step adds: few enough that the gate judges a small 
 MAX_EXAMPLES = 12  # the section's size limit: past it a step proposes none (the skill stays short)
 TASK_CHARS, ANSWER_CHARS = 240, 200  # one line each: long inputs are clipped, not wrapped
 MARK = "- Task: "  # how an example line starts (counted, and never added twice)
+_WORD = re.compile(r"[a-z0-9]+")
 
 
 def line(t: Trajectory, common: Sequence[str]) -> str:
@@ -60,30 +63,67 @@ def pick(failures: Sequence[Trajectory], n: int, seed: int) -> list[Trajectory]:
     return chosen + [t for t in order if t not in chosen][:n - len(chosen)]
 
 
+def _key(text: str) -> str:
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def contrasts(chosen: Sequence[Trajectory], known: Sequence[Trajectory], taken: Collection[str], room: int,
+              seed: int) -> list[Trajectory]:
+    """`chosen` in order, each followed by its contrast where it has one and room is left: a
+    train item of `known` the incumbent got right whose right answer is the failure's wrong
+    reply (case and punctuation ignored), one the lines do not show yet (`taken`). Failures
+    alone show only the answers the target misses, and a small target then gives those beyond
+    the examples' tasks (the bundled examples at ad86127 took waste-sorting's residual answers
+    0.12 -> 0.79 and its glass ones 0.83 -> 0.00); the contrast shows the answer it gave, on a
+    task where that answer is right. A reply that is no task's answer (free text, a number
+    worked out) has none, so on such tasks the examples are the failures alone."""
+    pool = [t for t in first_results(known) if not t.error and t.evaluation.hard >= 1 and t.item_id not in taken]
+    random.Random(seed).shuffle(pool)
+    out: list[Trajectory] = []
+    for failure in chosen:
+        out.append(failure)
+        said = _key(failure.output)
+        match = next((t for t in pool if _key(t.expected) == said), None) if said and room > 0 else None
+        if match is not None:
+            out.append(match)
+            pool.remove(match)
+            room -= 1
+    return out
+
+
 def edit(skill: str, trajectories: Sequence[Trajectory], common: Sequence[str],
-         seed: int) -> tuple[Edit, tuple[str, ...]] | None:
+         seed: int, known: Sequence[Trajectory] = ()) -> tuple[Edit, tuple[str, ...]] | None:
     """The step's example edit and the items it shows, or None: no failure it has not shown
-    yet, or the section is full."""
+    yet, or the section is full. With `known` (the incumbent's train rollouts), each failure
+    shown is paired with its contrast (`contrasts`) while the section has room."""
     shown = [r.strip() for r in skill.splitlines() if r.strip().startswith(MARK)]
     room = min(PER_STEP, MAX_EXAMPLES - len(shown))
     failures = [t for t in trajectories if not t.error and t.evaluation.hard < 1 and line(t, common) not in shown]
     chosen = pick(failures, room, seed) if room > 0 else []
     if not chosen:
         return None
+    n_failures = len(chosen)
+    if known:
+        taken = {t.item_id for t in chosen} | {t.item_id for t in known if line(t, common) in shown}
+        chosen = contrasts(chosen, known, taken, MAX_EXAMPLES - len(shown) - n_failures, seed)
     content = "\n".join(line(t, common) for t in chosen)
     home = next((s.path_str for s in sections(skill) if s.title == SECTION), None)
-    rationale = f"{len(chosen)} train failures with their right answers, for the target to imitate"
+    rationale = f"{n_failures} train failures with their right answers, for the target to imitate"
+    if len(chosen) > n_failures:
+        rationale += (f", and {len(chosen) - n_failures} train tasks whose right answer is a failure's wrong reply, "
+                      "for contrast")
     ids = tuple(t.item_id for t in chosen)
     if home is None:
         return Edit(op="add", content=f"## {SECTION}\n\n{content}", rationale=rationale, source="example"), ids
     return Edit(op="add", section=home, content=content, rationale=rationale, source="example"), ids
 
 
-def for_step(skill: str, trajectories: Sequence[Trajectory], seed: int,
-             fuzzy: float) -> tuple[Edit, tuple[str, ...], str] | None:
+def for_step(skill: str, trajectories: Sequence[Trajectory], seed: int, fuzzy: float,
+             known: Sequence[Trajectory] = ()) -> tuple[Edit, tuple[str, ...], str] | None:
     """The step's example edit, the items it shows (the template lines every prompt of the
-    step shares left out of each task) and the skill with it applied; None when there is none."""
-    found = edit(skill, trajectories, common_lines([t.prompt for t in trajectories if not t.error]), seed)
+    step shares left out of each task) and the skill with it applied; None when there is none.
+    `known`: the incumbent's train rollouts to draw contrasts from (none: failures alone)."""
+    found = edit(skill, trajectories, common_lines([t.prompt for t in trajectories if not t.error]), seed, known)
     patch = apply_edits(skill, [found[0]], fuzzy_threshold=fuzzy) if found else None
     return (*found, patch.text) if found and patch and patch.applied else None
 

@@ -33,5 +33,6 @@ def offer(c: RunConfig, state: State, task, scoring, plan: Plan, step: int, roll
             or (c.clue_rules and label and clues.for_batch(skill, task.render, plan.train, known,
                                                            state.clues_rejected, fuzzy))
             or ablation.for_step(skill, task.seed_skill, state.ablated, c.seed_ablations, fuzzy)
-            or (c.worked_examples and examples.for_step(skill, rolled, plan.step_seed(step), fuzzy))
+            or (c.worked_examples and examples.for_step(skill, rolled, plan.step_seed(step), fuzzy,
+                                                        known if c.contrast_examples else ()))
             or None)

@@ -61,6 +61,41 @@ def test_a_step_without_failures_has_no_example_edit():
     assert text == apply_edits("# S\n", [edit]).text and set(items) == {"a", "b", "c"}
 
 
+def said(item_id: str, item: str, expected: str, output: str, hard: float = 0.0) -> Trajectory:
+    return Trajectory(item_id=item_id, prompt=f"{TEMPLATE}\nItem: {item}", output=output, expected=expected,
+                      evaluation=Evaluation(hard, hard, ""))
+
+
+KNOWN = (said("k1", "a jam jar", "glass", "glass", hard=1.0), said("k2", "a wine bottle", "glass", "glass", hard=1.0),
+         said("k3", "a milk carton", "packaging", "packaging", hard=1.0),
+         said("k4", "a broken mug", "residual", "glass"))  # a failure: never a contrast
+
+
+def test_each_failure_is_followed_by_a_right_train_task_whose_answer_is_its_wrong_reply():
+    mug = said("f1", "a cracked oven dish", "residual", "Glass.")  # case and punctuation ignored
+    radio = said("f2", "an old radio", "electronics", "packaging")
+    essay = said("f3", "a story", "a long tale", "once upon a time")  # free text: no task has its reply as answer
+    out = examples.contrasts([mug, radio, essay], KNOWN, taken=set(), room=5, seed=3)
+    ids = [t.item_id for t in out]
+    assert ids[0] == "f1" and ids[1] in ("k1", "k2") and ids[2:] == ["f2", "k3", "f3"]
+    assert examples.contrasts([mug, radio], KNOWN, taken=set(), room=1, seed=3)[2:] == [radio]  # room for one
+    assert [t.item_id for t in examples.contrasts([mug], KNOWN, taken={"k1", "k2"}, room=5, seed=3)] == ["f1"]
+    two = examples.contrasts([mug, said("f4", "a vase", "residual", "glass")], KNOWN, set(), room=5, seed=3)
+    assert {two[1].item_id, two[3].item_id} == {"k1", "k2"}  # a contrast is shown once
+
+
+def test_with_known_rollouts_the_edit_shows_the_contrasts_and_names_them_in_its_items():
+    skill = "# Bins\n\nSort household waste.\n"
+    step = [said("f1", "a cracked oven dish", "residual", "glass"), said("f2", "an old radio", "electronics", "paper")]
+    made, ids = examples.edit(skill, step, COMMON, seed=2, known=KNOWN)
+    assert set(ids) == {"f1", "f2", "k1"} or set(ids) == {"f1", "f2", "k2"}  # no right task answers "paper"
+    lines = made.content.splitlines()[2:]
+    assert len(lines) == 3 and lines[ids.index("f1") + 1].endswith("-> Answer: glass")
+    assert "1 train tasks whose right answer is a failure's wrong reply" in made.rationale
+    plain, plain_ids = examples.edit(skill, step, COMMON, seed=2)  # without known rollouts: failures only
+    assert set(plain_ids) == {"f1", "f2"} and "contrast" not in plain.rationale
+
+
 def decision(accept: bool, wins: int, losses: int) -> GateDecision:
     return GateDecision(accept=accept, current_score=0.3, candidate_score=0.3 + (wins - losses) / 32, margin=0.0,
                         p_value=None, n_items=32, n_evaluated=32, wins=wins, losses=losses, early_stop=False,
@@ -212,4 +247,24 @@ def test_by_default_a_worked_examples_trial_is_also_gated_on_the_train_items_it_
         rolled |= ids  # a trial may stop early, before any train item
     assert rolled
     assert gates(off) and all(n <= selection and "train items" not in reason for _, n, reason in gates(off))
+    conn.close()
+
+
+def test_with_contrast_examples_a_trial_shows_right_train_tasks_and_is_not_gated_on_them(tmp_path):
+    db = tmp_path / "s.db"
+    noisy = ("worked_examples=true", "optimizer_model=sim/learner?noise=1", "seed=6", "clue_rules=false")
+    run_id = run_sim(db, *noisy, "contrast_examples=true")
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT step, note, rationale FROM edits WHERE run_id = ? AND source = 'example'",
+                        (run_id,)).fetchall()
+    paired = [r for r in rows if "for contrast" in r[2]]
+    assert paired, "the sim target's wrong labels are other train tasks' answers"
+    for step, note, _ in paired:
+        shown = note.split("worked examples of train items ")[1].split(", gated alone")[0].split(", ")
+        right = {r[0] for r in conn.execute("SELECT item_id FROM rollouts WHERE run_id = ? AND split = 'train' AND "
+                                            "hard >= 1 AND purpose = 'train'", (run_id,))}
+        assert set(shown) & right  # a contrast: a train task the incumbent got right
+        gated = {r[0] for r in conn.execute("SELECT item_id FROM rollouts WHERE run_id = ? AND step = ? AND purpose "
+                                            "= 'examples_candidate' AND split = 'train'", (run_id, step))}
+        assert not gated & set(shown)
     conn.close()

@@ -24,7 +24,7 @@ KNOB_GROUPS: dict[str, tuple[str, ...]] = {
     "Learning rate": ("learning_rate", "min_learning_rate", "lr_scheduler"),
     "Aggregation": ("merge_mode", "dedupe_threshold", "fuzzy_anchor_threshold", "failure_only",
                     "check_evidence", "repair_contradicted", "minibatch_check", "worked_examples",
-                    "worked_examples_alpha", "trial_train_items", "clue_rules", "seed_ablations"),
+                    "worked_examples_alpha", "contrast_examples", "trial_train_items", "clue_rules", "seed_ablations"),
     "Gate": ("use_gate", "gate_mode", "gate_metric", "gate_mixed_weight", "gate_min_delta", "gate_alpha",
              "max_error_rate", "gate_seed_against_no_skill", "rejected_buffer_scope", "samples_per_item",
              "sample_temperature"),
