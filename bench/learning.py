@@ -271,9 +271,12 @@ def run(tasks: list[str], db: Path, quick: bool, extra: tuple[str, ...] = (),
 def merged(previous: dict | None, figures: dict) -> dict:
     """`figures` with the saved result's other tasks kept beside them, each row with the commit
     and date it was measured at (a task takes up to three hours on 2 cores, so the table grows
-    one task at a time): only rows of the same mode, never a trial's."""
+    one task at a time): only rows of the same mode, and a trial's only with a trial's of the
+    same settings (a trial saved under a name grows task by task like the bench's result)."""
     old = (previous or {}).get("figures") or {}
-    if old.get("mode") != figures["mode"] or old.get("trial") or figures.get("trial"):
+    if old.get("mode") != figures["mode"] or bool(old.get("trial")) != bool(figures.get("trial")):
+        return figures
+    if figures.get("trial") and old.get("options") != figures.get("options"):
         return figures
     kept = {task: {**row, "measured": row.get("measured") or {k: previous.get(k) for k in ("commit", "dirty", "date",
                                                                                         "command")}}
@@ -283,9 +286,9 @@ def merged(previous: dict | None, figures: dict) -> dict:
             "wall_s": round(sum(r.get("wall_s", 0.0) for r in rows.values()), 1)}
 
 
-def saved() -> dict | None:
+def saved(name: str = "learning") -> dict | None:
     try:
-        return json.loads((benchkit.RESULTS / "learning.json").read_text(encoding="utf-8"))
+        return json.loads((benchkit.RESULTS / f"{name}.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 
@@ -323,7 +326,8 @@ def main(argv: list[str] | None = None) -> dict:
         for t, r in figures["tasks"].items() if not r["met"])
     print(f"{figures['mode']} run, {len(tasks)} task(s), {figures['wall_s']:.0f} s: {verdict}")
     if args.trial_name and args.set and not args.no_save:
-        save_result(f"learning-{args.trial_name}", figures)
+        name = f"learning-{args.trial_name}"
+        save_result(name, merged(saved(name), figures))
     return finish("learning", merged(previous, figures), save=keep)
 
 

@@ -257,6 +257,11 @@ def test_the_saved_result_keeps_the_tasks_this_run_did_not_measure_each_with_its
     assert out["tasks"]["sim-rulebook"]["measured"] == now and out["tasks"]["sim-rulebook"]["wall_s"] != 1.0
     assert learning.merged({**earlier, "figures": {**earlier["figures"], "mode": "quick"}}, figures) == figures
     assert learning.merged(earlier, {**figures, "trial": True})["tasks"].keys() == {"sim-rulebook"}
+    # a trial's rows grow task by task, only beside rows of the same settings
+    trial = {**earlier, "figures": {**earlier["figures"], "trial": True, "options": ["clue_rules=false"]}}
+    same = {**figures, "trial": True, "options": ["clue_rules=false"]}
+    assert learning.merged(trial, same)["tasks"].keys() == {"old-task", "sim-rulebook"}
+    assert learning.merged(trial, {**same, "options": ["seed=2"]})["tasks"].keys() == {"sim-rulebook"}
     assert learning.merged(None, figures) == figures
     text = learning_tables.learning({"learning": {**earlier, **now, "figures": out}})
     assert "the latest of each task" in text
