@@ -1,7 +1,7 @@
 """The learning bench's held-out task families (data/tasks/waste-sorting, parcel-lockers,
-clinic-desk, courier-addresses): each regenerates byte-identically, its files still have the
-hashes README.md recorded before any run on it, it validates, every split holds every house rule,
-and its seed states none of them."""
+clinic-desk, courier-addresses, returns-desk): each regenerates byte-identically, its files still
+have the hashes README.md recorded before any run on it, it validates, every split holds every
+house rule, and its seed states none of them."""
 from __future__ import annotations
 
 import hashlib
@@ -14,7 +14,7 @@ import pytest
 
 from tests.learning_util import ROOT
 
-HELD_OUT = ("waste-sorting", "parcel-lockers", "clinic-desk", "courier-addresses")
+HELD_OUT = ("waste-sorting", "parcel-lockers", "clinic-desk", "courier-addresses", "returns-desk")
 TASK_DIR = ROOT / "data" / "tasks" / "waste-sorting"
 
 
@@ -139,3 +139,30 @@ def test_the_courier_addresses_task_is_a_held_out_family_of_free_text_answers():
     seed = task.seed_skill.lower()
     assert not any(word in seed for word in ("northbay", " st ", " rd", "flat", "apartment", "digit", "district",
                                              "c/o", "business", "space"))
+
+
+def test_the_returns_desk_task_is_a_held_out_family_with_its_rules_in_every_split():
+    labels = {"refund", "exchange", "store-credit", "repair", "refuse", "manufacturer", "manager"}
+    rules = {"rule_over_250": "manager", "rule_opened_hygiene": "refuse", "rule_sale": "store-credit",
+             "rule_old_electrical_fault": "manufacturer", "rule_no_receipt": "store-credit",
+             "rule_damaged_in_delivery": "refund"}
+    task, by_split = held_out_family("returns-desk", "outcome", labels, rules)
+
+    def price(row):
+        return float(re.search(r"£([\d,]+\.\d\d)", row["purchase"]).group(1).replace(",", ""))
+
+    for split, rows in by_split.items():
+        for r in rows:  # over £250 is the rule's and only the rule's
+            assert (price(r) > 250) == (r["kind"] == "rule_over_250"), r
+        near = [r for r in rows if r["kind"] == "price_at_or_under"]  # the threshold tested from below
+        assert near and all(240 <= price(r) <= 250 and r["outcome"] in labels - {"manager"} for r in near), split
+        assert any(price(r) == 250 for r in near), split  # exactly £250.00 keeps its plain outcome
+        assert any(250 < price(r) < 260 for r in rows if r["kind"] == "rule_over_250"), split  # and just over
+        recent = [r for r in rows if r["kind"] == "fault_within_30_days"]  # rule 4's window, from inside
+        assert recent and {r["outcome"] for r in recent} == {"repair"}, split
+        assert any(re.search(r"\b30 days ago\b", r["purchase"]) for r in recent), split
+    seed = task.seed_skill.lower()  # the seed states no house rule
+    assert not any(word in seed for word in ("harrow", "vale", "kestrel", "250", "£", "sale", "clearance", "reduced",
+                                             "receipt", "proof", "30 days", "days", "hygiene", "earring", "swim",
+                                             "underwear", "make-up", "lipstick", "in-ear", "electric", "opened",
+                                             "deliver", "arriv", "online", "order", "courier", "parcel"))
