@@ -65,7 +65,7 @@ class RunConfig:
     # Pair each worked example with a train item the incumbent got right whose right answer is
     # what the target wrongly replied to it (examples.contrasts), so that failures alone do not
     # tilt a small target toward their answers; only where replies can equal answers (labels).
-    contrast_examples: bool = False  # off: measured on one task so far (bench/README), not yet on the rest
+    contrast_examples: bool = False  # off: no test gain on waste-sorting or returns-desk (README's learning bench)
     # Judge each worked-examples or clue-rule trial alone at that level, a worked-examples trial
     # on the selection split plus the incumbent's train rollouts it does not show (examples.fair:
     # fair items at no incumbent call). Off: selection only, kept when every trial's items
