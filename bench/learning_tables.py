@@ -10,8 +10,8 @@ LEARNING_TRIALS = {
                                   "the defaults): each failure shown beside a train task the incumbent got right "
                                   "whose right answer is the failure's wrong reply; on `waste-sorting`, whose "
                                   "bundled-examples run suggested it (not a held-out figure for it), and on "
-                                  "`returns-desk`, generated and hashed before any run of it, each against its "
-                                  "default run in the table above",
+                                  "`returns-desk`, generated and hashed before any run of it, and on `clinic-desk`, "
+                                  "each against its default run in the table above",
     "learning-before-slow-train-items": "The defaults before the slow update's gate counted train items (the gate on "
                                         "the guidance on the selection split only, as `slow_train_items=false` "
                                         "gives), the embedded model as it is now otherwise; the bench was stopped "
