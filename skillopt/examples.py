@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import re
 from typing import Collection, Sequence
 
 from .gate import GateDecision, Prior, sign_test_p
@@ -37,6 +36,7 @@ from .patch import Edit, apply_edits
 from .prompts import clip
 from .reflect import common_lines, task_text
 from .skill import sections
+from .tasks.answers import normalize_text
 from .tasks.task import Trajectory, first_results
 
 SECTION = "Worked examples"
@@ -44,7 +44,6 @@ PER_STEP = 3  # examples one step adds: few enough that the gate judges a small 
 MAX_EXAMPLES = 12  # the section's size limit: past it a step proposes none (the skill stays short)
 TASK_CHARS, ANSWER_CHARS = 240, 200  # one line each: long inputs are clipped, not wrapped
 MARK = "- Task: "  # how an example line starts (counted, and never added twice)
-_WORD = re.compile(r"[a-z0-9]+")
 
 
 def line(t: Trajectory, common: Sequence[str]) -> str:
@@ -63,16 +62,13 @@ def pick(failures: Sequence[Trajectory], n: int, seed: int) -> list[Trajectory]:
     return chosen + [t for t in order if t not in chosen][:n - len(chosen)]
 
 
-def _key(text: str) -> str:
-    return " ".join(_WORD.findall(text.lower()))
-
-
 def contrasts(chosen: Sequence[Trajectory], known: Sequence[Trajectory], taken: Collection[str], room: int,
               seed: int) -> list[Trajectory]:
     """`chosen` in order, each followed by its contrast where it has one and room is left: a
     train item of `known` the incumbent got right whose right answer is the failure's wrong
-    reply (case and punctuation ignored), one the lines do not show yet (`taken`). Failures
-    alone show only the answers the target misses, and a small target then gives those beyond
+    reply (compared as the scorers compare text: case, spacing and punctuation ignored), one
+    the lines do not show yet (`taken`). Failures alone show only the answers the target
+    misses, and a small target then gives those beyond
     the examples' tasks (the examples bundled into every step at ad86127 took waste-sorting's
     test accuracy on residual items 0.12 -> 0.79 and on glass items 0.83 -> 0.00); the contrast
     shows the answer it gave, on a task where that answer is right. A reply that is no task's
@@ -83,8 +79,8 @@ def contrasts(chosen: Sequence[Trajectory], known: Sequence[Trajectory], taken: 
     out: list[Trajectory] = []
     for failure in chosen:
         out.append(failure)
-        said = _key(failure.output)
-        match = next((t for t in pool if _key(t.expected) == said), None) if said and room > 0 else None
+        said = normalize_text(failure.output)
+        match = next((t for t in pool if normalize_text(t.expected) == said), None) if said and room > 0 else None
         if match is not None:
             out.append(match)
             pool.remove(match)
