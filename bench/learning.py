@@ -2,9 +2,9 @@
 
     python bench/learning.py [--quick] [--tasks a,b] [--db PATH [--resume]] [--no-save] [--set KEY=VALUE ...]
 
-Trains each task in TASKS -- the real built-in tasks and courier-addresses, clinic-desk,
-parcel-lockers and waste-sorting, tasks generated for this bench (their files' hashes are in
-README.md) -- with the embedded model as both target and optimizer, 2 epochs, batch 20, every
+Trains each task in TASKS -- the real built-in tasks and returns-desk, courier-addresses,
+clinic-desk, parcel-lockers and waste-sorting, tasks generated for this bench (their files'
+hashes are in README.md) -- with the embedded model as both target and optimizer, 2 epochs, batch 20, every
 other knob at the project default, all runs in one fresh database (keys of the caches include
 the task, so no run reuses another's replies). Every figure is read back from the store, as a
 user would see it:
