@@ -1,5 +1,5 @@
 """The learning bench's held-out task families (data/tasks/waste-sorting, parcel-lockers,
-clinic-desk, courier-addresses, returns-desk): each regenerates byte-identically, its files still
+clinic-desk, courier-addresses, returns-desk, hall-bookings): each regenerates byte-identically, its files still
 have the hashes README.md recorded before any run on it, it validates, every split holds every
 house rule, and its seed states none of them."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from tests.learning_util import ROOT
 
-HELD_OUT = ("waste-sorting", "parcel-lockers", "clinic-desk", "courier-addresses", "returns-desk")
+HELD_OUT = ("waste-sorting", "parcel-lockers", "clinic-desk", "courier-addresses", "returns-desk", "hall-bookings")
 TASK_DIR = ROOT / "data" / "tasks" / "waste-sorting"
 
 
@@ -166,3 +166,39 @@ def test_the_returns_desk_task_is_a_held_out_family_with_its_rules_in_every_spli
                                              "receipt", "proof", "30 days", "days", "hygiene", "earring", "swim",
                                              "underwear", "make-up", "lipstick", "in-ear", "electric", "opened",
                                              "deliver", "arriv", "online", "order", "courier", "parcel"))
+
+
+def test_the_hall_bookings_task_is_a_held_out_family_of_json_answers():
+    """It validates and is scored field by field; its 64 / 32 / 96 splits each hold every rule;
+    every answer is in the diary's conventions, each rule item's answer shows its rule, the
+    capacity threshold is tested from below, and the seed states no convention or rule."""
+    from skillopt.tasks.loader import load_task, validate_task
+
+    folder = ROOT / "data" / "tasks" / "hall-bookings"
+    assert validate_task(folder) == []
+    task = load_task(folder)
+    assert task.scoring().kind == "fields"
+    rules = {"rule_half_hour", "rule_time_range", "rule_dozens", "rule_children", "rule_room_alias", "rule_capacity"}
+    rooms = {"main-hall", "studio", "kitchen", "garden-room"}
+    for split, size in {"train": 64, "selection": 32, "test": 96}.items():
+        rows = [json.loads(x) for x in (folder / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()]
+        assert len(rows) == len(task.split(split)) == size
+        assert {r["kind"] for r in rows} == rules | {"plain", "capacity_at_or_under"}, split
+        for r in rows:
+            b, text = r["booking"], r["message"].lower()
+            assert set(b) == {"date", "start", "hours", "room", "guests"}, r
+            assert re.fullmatch(r"202[78]-\d\d-\d\d", b["date"]) and b["date"] not in text, r
+            assert re.fullmatch(r"\d\d:[03]0", b["start"]) and b["room"] in rooms, r
+            assert type(b["hours"]) is int and type(b["guests"]) is int, r
+            assert (b["guests"] > 40) == (r["kind"] == "rule_capacity"), r  # over 40 is the rule's only
+            if r["kind"] == "rule_capacity":
+                assert b["room"] == "main-hall" and "main hall" not in text, r
+            if r["kind"] == "rule_half_hour":
+                assert re.search(r"half|90 minutes|150 minutes|2\.5", text), r
+            if r["kind"] in ("plain", "capacity_at_or_under"):  # the room named as the leaflet names it
+                assert b["room"].replace("-", " ") in text and str(b["guests"]) in text, r
+        edge = [r for r in rows if r["kind"] == "capacity_at_or_under"]
+        assert any(r["booking"]["guests"] == 40 and r["booking"]["room"] != "main-hall" for r in edge), split
+    seed = task.seed_skill.lower()
+    assert not any(word in seed for word in ("kestrel", "yyyy", "24-hour", "hh:mm", "round", "dozen", "child",
+                                             "main-hall", "garden-room", "40", "integer", "number"))
