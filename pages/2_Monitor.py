@@ -86,6 +86,11 @@ def headline() -> None:
 
 
 st.fragment(run_every=REFRESH_S if live or resuming else None)(headline)()
+title, parts = mon.breakdown_rows(cached("lift", run_id))
+if parts:  # which fields or answers the lift came from; the page redraws once when a live run ends
+    with (box := lazy_expander(title, "monitor_breakdown")):
+        if box.open:
+            table.show(parts, {c: "%+.3f" if c.startswith("best −") else "%.3f" for c in parts[0] if c != "items"})
 
 
 # ---- controls -------------------------------------------------------------------------

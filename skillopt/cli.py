@@ -174,6 +174,7 @@ def cmd_runs(args) -> int:
 
 
 def cmd_show(args) -> int:
+    from .lift import lift_summary
     from .store.export import run_document
     from .store.reader import Reader
 
@@ -195,10 +196,7 @@ def cmd_show(args) -> int:
         print("test hard: " + ", ".join(f"{w} {doc['test_items'][w]['hard']:.3f}" for w in doc["test"]
                                         if doc["test_items"].get(w)))
     if doc["lift"]:
-        lift = doc["lift"]
-        print(f"lift: best {lift['best_score']:.3f} vs {lift['baseline']} {lift['baseline_score']:.3f}: "
-              f"{lift['lift']:+.3f} (95% interval {lift['ci_low']:+.3f} to {lift['ci_high']:+.3f}, "
-              f"{lift['n_items']} test items)")
+        print(lift_summary(doc["lift"]))
     print(f"usage: {doc['usage']}")
     return 0
 

@@ -157,7 +157,8 @@ class LiftMeasured(Event):
     ci_low: float  # paired bootstrap 95% interval of the lift
     ci_high: float
     n_items: int
-    breakdown: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # by expected answer
+    breakdown: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # by field or expected answer
+    breakdown_by: str = ""  # "field" | "answer" | "" (no breakdown)
 
 
 @dataclass(frozen=True)

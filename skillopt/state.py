@@ -47,6 +47,9 @@ class State:
     # Each final test's gate value per scored item: the lift is measured from them, also
     # after a resume that did not run those tests again.
     test_values: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    # On a task graded field by field, each final test's field scores per scored item
+    # (lift.field_values): the lift's breakdown by field, also after such a resume.
+    test_fields: Mapping[str, Mapping[str, Mapping[str, float]]] = field(default_factory=dict)
     # Items won and lost by every worked-examples trial so far: with trial_train_items off,
     # whether examples help this task at all is judged on all of them (examples.pooled).
     examples_record: tuple[int, int] = (0, 0)
@@ -88,6 +91,7 @@ class State:
             "accepted": [edit_json(e) for e in self.accepted], "epochs_done": self.epochs_done,
             "tests_done": list(self.tests_done), "current_values": [list(v) for v in self.current_values],
             "test_values": {k: dict(v) for k, v in self.test_values.items()},
+            "test_fields": {k: {i: dict(f) for i, f in v.items()} for k, v in self.test_fields.items()},
             "examples_record": list(self.examples_record), "template_tried": self.template_tried,
             "clues_record": list(self.clues_record), "clues_rejected": list(self.clues_rejected),
             "ablated": list(self.ablated), "tried": [list(t) for t in self.tried], "skill_since": self.skill_since,
@@ -108,6 +112,8 @@ class State:
                    current_values=tuple((i, float(v)) for i, v in data.get("current_values", ())),
                    test_values={k: {i: float(x) for i, x in v.items()}
                                 for k, v in data.get("test_values", {}).items()},
+                   test_fields={k: {i: {f: float(x) for f, x in fs.items()} for i, fs in v.items()}
+                                for k, v in data.get("test_fields", {}).items()},
                    examples_record=tuple(data.get("examples_record", (0, 0))),
                    template_tried=bool(data.get("template_tried", False)),
                    clues_record=tuple(data.get("clues_record", (0, 0))),

@@ -21,7 +21,7 @@ from .patch import Edit, apply_edits
 from .plan import Plan
 from .rollout import Batch, EvalCache, Evaluator
 from .evidence import Evidence, collect
-from .lift import measure
+from .lift import field_values, measure
 from .skill import guidance, sha
 from .records import Update, edit_outcomes
 from .screen import Screen
@@ -369,9 +369,11 @@ class Trainer:
             batch = self.evaluate(skill, self.plan.test, step=state.step, split="test", purpose=f"test_{which}",
                                   stage="test")
             complete = batch.complete(self.config.max_error_rate)
-            if complete:
-                state = replace(state, tests_done=state.tests_done + (which,),
-                                test_values={**state.test_values, which: self.gate.values(batch)})
+            if complete:  # field scores from one reply an item: none when an item's score is a mean of samples
+                scorer = getattr(self.task, "field_scores", None) if self.config.samples_per_item == 1 else None
+                fields = field_values(scorer, self.plan.test, batch.trajectories) if scorer else {}
+                state = replace(state, tests_done=state.tests_done + (which,), test_fields={**state.test_fields,
+                                which: fields}, test_values={**state.test_values, which: self.gate.values(batch)})
             else:
                 missing.append(f"{which} skill errored on {batch.n_errors} of {len(batch.trajectories)} items")
             self.emit(ev.TestEvaluated(run_id=self.run_id, which=which, skill_sha=sha(skill),
@@ -385,8 +387,8 @@ class Trainer:
     def measure_lift(self, state: State) -> None:
         v, expected = state.test_values, {it.id: expected_text(it.expected) for it in self.plan.test}
         # A checkpoint from before per-item test values has none to measure from.
-        lift = measure(v["best"], v["seed"], v["none"], expected, rng_seed=self.config.seed) \
-            if {"best", "seed", "none"} <= set(v) else None
+        lift = measure(v["best"], v["seed"], v["none"], expected, rng_seed=self.config.seed,
+                       fields=state.test_fields) if {"best", "seed", "none"} <= set(v) else None
         if lift is not None:
             self.emit(ev.LiftMeasured(run_id=self.run_id, metric=self.config.gate_metric, **vars(lift)))
 

@@ -61,9 +61,9 @@ def test_why_an_edit_was_not_applied(edit, reason):
 def test_the_lift_row_is_read_as_stored(sim_bench, tmp_path):
     run_id = sim_bench[1]["run_id"]
     db = edited_copy(sim_bench, tmp_path, ("DELETE FROM lift WHERE run_id = ?", (run_id,)),
-                     ("INSERT INTO lift VALUES (?,?,?,?,?,?,?,?,?,?)",
+                     ("INSERT INTO lift VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                       (run_id, "hard", "seed", 0.62, 0.5, 0.12, 0.031, 0.2, 96,
-                       json.dumps({"bulky": {"n": 12, "best": 0.75, "seed": 0.25, "none": 0.3333333}}))))
+                       json.dumps({"bulky": {"n": 12, "best": 0.75, "seed": 0.25, "none": 0.3333333}}), "answer")))
     lift = learning_store.read_run(db, run_id)["lift"]
     assert lift == {"metric": "hard", "baseline": "seed", "best": 0.62, "baseline_score": 0.5, "lift": 0.12,
                     "ci_low": 0.031, "ci_high": 0.2, "n_items": 96,

@@ -395,3 +395,35 @@ def test_closed_sections_send_nothing_until_opened(sim_db_env):
     assert [c.value.strip() for c in at.code] == [reader.best_skill(run_id).strip()]
     assert json.loads(at.json[0].value)["gate_mode"] == reader.run(run_id)["config"]["gate_mode"]
     reader.close()
+
+
+def test_the_lift_breakdown_is_a_closed_section_showing_the_stored_groups(sim_db_env):
+    """The simulated run's task has labels: its lift is broken down by expected answer, and the
+    table shows each answer's stored scores and best minus the lift's baseline."""
+    db, run_id = sim_db_env
+    lift = Reader(db).lift(run_id)
+    assert lift["breakdown_by"] == "answer" and lift["breakdown"]
+    title, rows = mon.breakdown_rows(lift)
+    at = page(run_id)
+    assert title in {e.label for e in at.expander}
+    assert not any("expected answer" in t.columns for t in tables(at))  # closed: nothing sent
+    at.session_state["monitor_breakdown"] = True
+    at.run()
+    assert not at.exception
+    shown = next(t for t in tables(at) if "expected answer" in t.columns)
+    base = mon.TEST_LABELS[lift["baseline"]]
+    assert list(shown["expected answer"]) == list(lift["breakdown"])
+    for _, row in shown.iterrows():
+        g = lift["breakdown"][row["expected answer"]]
+        assert row["items"] == str(g["n"]) and row["best"] == f"{g['best']:.3f}" and row["seed"] == f"{g['seed']:.3f}"
+        assert row["no skill"] == f"{g['none']:.3f}" and row[f"best − {base}"] == f"{g['best'] - g[lift['baseline']]:+.3f}"
+
+
+def test_breakdown_rows_name_fields_and_say_nothing_without_a_breakdown():
+    lift = {"baseline": "none", "breakdown_by": "field",
+            "breakdown": {"date": {"n": 4, "best": 0.75, "seed": 0.5, "none": 0.25}}}
+    title, rows = mon.breakdown_rows(lift)
+    assert title.startswith("Test split by field")
+    assert rows == [{"field": "date", "items": 4, "no skill": 0.25, "seed": 0.5, "best": 0.75,
+                     "best − no skill": 0.5}]
+    assert mon.breakdown_rows(None) == ("", []) and mon.breakdown_rows({**lift, "breakdown": {}}) == ("", [])

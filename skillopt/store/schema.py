@@ -69,6 +69,13 @@ def m008_dashboard_indexes(db: sqlite_utils.Database) -> None:
     and each run's calls and cost (the run list of every page)."""
     db.executescript(_M008)
 
+@migrations()
+def m009_lift_breakdown_by(db: sqlite_utils.Database) -> None:
+    """What the lift's breakdown groups by: "field" on a task graded field by field (JSON),
+    "answer" on a label task (every breakdown stored before this one), "" with none."""
+    db.executescript(_M009)
+
+
 # Notes a successful call may carry, as the first word of one "; "-separated part.
 NOTE_KINDS = ("retried", "truncated", "dropped")
 
@@ -253,4 +260,9 @@ ALTER TABLE tests ADD COLUMN score_hi REAL;
 _M008 = """
 CREATE INDEX rollouts_by_cached ON rollouts (run_id, cached);
 CREATE INDEX llm_calls_by_cached ON llm_calls (run_id, cached, cost_usd);
+"""
+
+_M009 = """
+ALTER TABLE lift ADD COLUMN breakdown_by TEXT DEFAULT '';
+UPDATE lift SET breakdown_by = 'answer' WHERE breakdown_json NOT IN ('', '{}');
 """

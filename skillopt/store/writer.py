@@ -343,9 +343,10 @@ class Store(BufferedCaches):
 
     def _lift(self, e: ev.LiftMeasured) -> None:
         with self.tx() as c:
-            c.execute("INSERT OR REPLACE INTO lift VALUES (?,?,?,?,?,?,?,?,?,?)",
+            c.execute("INSERT OR REPLACE INTO lift (run_id, metric, baseline, best_score, baseline_score, lift, "
+                      "ci_low, ci_high, n_items, breakdown_json, breakdown_by) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                       (e.run_id, e.metric, e.baseline, e.best_score, e.baseline_score, e.lift, e.ci_low, e.ci_high,
-                       e.n_items, json.dumps(e.breakdown)))
+                       e.n_items, json.dumps(e.breakdown), e.breakdown_by))
             self._log(c, e.run_id, 0, "lift", f"lift {e.lift:+.3f} over {e.baseline} "
                       f"[{e.ci_low:+.3f}, {e.ci_high:+.3f}] on {e.n_items} test items")
 

@@ -47,6 +47,13 @@ class JsonFields:
             return math.isclose(want, got, rel_tol=1e-9, abs_tol=1e-9)
         return want == got
 
+    def field_scores(self, item: Item, output: str) -> dict[str, float]:
+        """Each field's score in `output`, 1.0 right and 0.0 wrong or missing (no JSON object: all
+        0.0); the lift's breakdown by field reads which fields a skill gets right."""
+        fields = self.fields or tuple(item.expected)
+        got = first_json_object(output) or {}
+        return {name: float(name in got and self._same(item.expected[name], got[name])) for name in fields}
+
     def evaluate(self, item: Item, output: str, judge: Callable | None = None) -> Evaluation:
         fields = self.fields or tuple(item.expected)
         got = first_json_object(output)

@@ -181,6 +181,11 @@ class Task:
     def evaluate(self, item: Item, output: str, judge: Callable | None = None) -> Evaluation:
         return self.evaluator.evaluate(item, clean_output(output), judge)
 
+    def field_scores(self, item: Item, output: str) -> Mapping[str, float] | None:
+        """Each answer field's score in `output` where the evaluator grades field by field, else None."""
+        scores = getattr(self.evaluator, "field_scores", None)
+        return scores(item, clean_output(output)) if scores else None
+
     def scoring(self) -> Scoring:
         """How replies are scored, for the reflection prompt. A label-kind evaluator whose
         train answers are not a small set (free text compared exactly) reads as text."""

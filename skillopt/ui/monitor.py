@@ -138,6 +138,22 @@ def lift_text(lift: Mapping[str, Any] | None, scores: Mapping[str, float]) -> st
     return "no lift recorded"
 
 
+def breakdown_rows(lift: Mapping[str, Any] | None) -> tuple[str, list[dict[str, Any]]]:
+    """(a title, one row per field or expected answer with its items and the share right, or
+    the mean score, of no skill, the seed and the best skill on the test split, and best minus
+    the lift's baseline); ("", []) for a run with no breakdown."""
+    groups = (lift or {}).get("breakdown") or {}
+    if not groups:
+        return "", []
+    by_field = lift.get("breakdown_by") == "field"
+    base = lift.get("baseline") or "none"
+    title = ("Test split by field: the share of items with each field right" if by_field
+             else "Test split by expected answer: the mean score of each skill")
+    name = "field" if by_field else "expected answer"
+    return title, [{name: key, "items": int(g["n"]), "no skill": g["none"], "seed": g["seed"], "best": g["best"],
+                    f"best − {TEST_LABELS.get(base, base)}": g["best"] - g[base]} for key, g in groups.items()]
+
+
 def lift_cell(lift: Mapping[str, Any] | None) -> str:
     """A run's lift for a table cell: "+0.217 [+0.08, +0.35]"."""
     if not lift or lift.get("lift") is None:

@@ -26,7 +26,8 @@ def test_wal_and_migrations_are_idempotent(tmp_path):
     Store(tmp_path / "s.db")  # opening again applies nothing twice
     assert [m.name for m in migrations.applied(store.db)] == applied == [
         "m001_initial", "m002_errors_notes_and_dropped_edits", "m003_skill_lift", "m004_process_identity",
-        "m005_sweeps", "m006_pins_and_integrations", "m007_sample_intervals", "m008_dashboard_indexes"]
+        "m005_sweeps", "m006_pins_and_integrations", "m007_sample_intervals", "m008_dashboard_indexes",
+        "m009_lift_breakdown_by"]
 
 
 def test_m002_moves_old_notes_out_of_the_error_column(tmp_path):

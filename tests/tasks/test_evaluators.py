@@ -262,3 +262,20 @@ def test_llm_judge_call_error_and_missing_judge():
         evaluator.evaluate(item("x"), "y", lambda messages: FakeReply("", "timeout after 4 retries"))
     with pytest.raises(TaskError, match="needs a judge model"):
         evaluator.evaluate(item("x"), "y", None)
+
+
+@pytest.mark.parametrize("output,scores", [
+    ('{"a": "1", "b": "x"}', {"a": 1.0, "b": 1.0}),
+    ('{"a": 1, "b": "x"}', {"a": 0.0, "b": 1.0}),  # a number where a string was expected: wrong
+    ('{"b": "x"}', {"a": 0.0, "b": 1.0}),  # missing: wrong
+    ("no json {here", {"a": 0.0, "b": 0.0}),
+])
+def test_json_fields_scores_each_field_as_its_evaluation_counts_it(output, scores):
+    scorer = build_evaluator({"type": "json_fields", "fields": ["a", "b"]})
+    item = Item("i", {}, {"a": "1", "b": "x"}, "test")
+    assert scorer.field_scores(item, output) == scores
+    assert scorer.evaluate(item, output).soft == sum(scores.values()) / 2  # the same fields, the same verdicts
+
+
+def test_only_a_field_by_field_scorer_has_field_scores():
+    assert not hasattr(build_evaluator({"type": "choice", "labels": ["a", "b"]}), "field_scores")
