@@ -69,6 +69,7 @@ def m008_dashboard_indexes(db: sqlite_utils.Database) -> None:
     and each run's calls and cost (the run list of every page)."""
     db.executescript(_M008)
 
+
 @migrations()
 def m009_lift_breakdown_by(db: sqlite_utils.Database) -> None:
     """What the lift's breakdown groups by: "field" on a task graded field by field (JSON),
