@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-
+import sqlite3
 
 from tests.helpers import run_sim, sim_config
 from skillopt.models.limits import Meter
@@ -48,8 +48,6 @@ def test_slow_update_and_meta_skill_at_epoch_two(sim_run):
 
 def _slow_gates(db, run_id: str) -> list[tuple[int, int, str, set, set]]:
     """Each gated slow update: its step, items, reason, the candidate's train items and the sample."""
-    import sqlite3
-
     conn = sqlite3.connect(db)
     try:
         def ids(step: int, purpose: str) -> set:
@@ -160,8 +158,11 @@ def test_same_seed_same_run(tmp_path):
     assert ra.best_skill(a) == rb.best_skill(b)
 
 
-def test_eval_cache_never_scores_a_skill_twice_on_an_item(sim_run):
-    db, run_id = sim_run
+def test_eval_cache_never_scores_a_skill_twice_on_an_item(sim_run, tmp_path):
+    shared, run_id = sim_run
+    db = tmp_path / "copy.db"  # the second run goes into a copy: the session's fixture store keeps one run
+    with sqlite3.connect(shared) as a, sqlite3.connect(db) as b:
+        a.backup(b)
     r = Reader(db)
     rows = r.q("SELECT skill_sha, item_id, COUNT(*) AS n FROM rollouts WHERE run_id = ? AND cached = 0 "
                "GROUP BY skill_sha, item_id HAVING n > 1", (run_id,))
