@@ -15,7 +15,8 @@ store, as a user would see it:
   (skillopt.lift on per-item hard values): the targets are judged on these, the share of test
   items wholly right, whatever metric the run gated on;
 - the lift of best over the better of no skill and seed, with its paired bootstrap 95%
-  interval and per-label breakdown (the lift table);
+  interval and its breakdown, by field on a JSON task or by expected answer on a label task
+  (the lift table);
 - steps accepted / rejected / skipped, the slow updates' decisions, and the decisions of each kind
   of model-free trial (gated alone after a step's candidate was not kept); `trial_log` lists every
   trial in step order with what it tried, its items won, lost and scored, and the target calls

@@ -39,9 +39,11 @@ def read_lift(conn: sqlite3.Connection, run_id: str) -> dict | None:
         return None
     row = rows[0]
     breakdown = json.loads(row.get("breakdown_json") or "{}")
+    by = row.get("breakdown_by") or ("answer" if breakdown else "")  # a store from before m009: labels only
     return _lift(row["metric"], row["baseline"], row["best_score"], row["baseline_score"], row["lift"],
                  row["ci_low"], row["ci_high"], row["n_items"]) | {
-        "breakdown": {label: {k: _round(v, 3) for k, v in cell.items()} for label, cell in breakdown.items()}}
+        "breakdown": {label: {k: _round(v, 3) for k, v in cell.items()} for label, cell in breakdown.items()},
+        "breakdown_by": by}
 
 
 def _lift(metric: str, baseline: str, best: float, baseline_score: float, lift: float, ci_low: float,

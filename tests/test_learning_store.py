@@ -67,7 +67,8 @@ def test_the_lift_row_is_read_as_stored(sim_bench, tmp_path):
     lift = learning_store.read_run(db, run_id)["lift"]
     assert lift == {"metric": "hard", "baseline": "seed", "best": 0.62, "baseline_score": 0.5, "lift": 0.12,
                     "ci_low": 0.031, "ci_high": 0.2, "n_items": 96,
-                    "breakdown": {"bulky": {"n": 12, "best": 0.75, "seed": 0.25, "none": 0.333}}}
+                    "breakdown": {"bulky": {"n": 12, "best": 0.75, "seed": 0.25, "none": 0.333}},
+                    "breakdown_by": "answer"}
 
 
 def test_hard_figures_are_read_from_the_test_rollouts_and_match_a_hard_run(sim_bench):
