@@ -6,8 +6,8 @@ Trains each task in TASKS -- the real built-in tasks and hall-bookings, returns-
 courier-addresses, clinic-desk, parcel-lockers and waste-sorting, tasks generated for this bench
 (their files' hashes are in README.md) -- with the embedded model as both target and optimizer,
 2 epochs, batch 20, every other knob at the project default, all runs in one fresh database (keys
-of the caches include the task, so no run reuses another's replies). Every figure is read back from the
-store, as a user would see it:
+of the caches include the task, so no run reuses another's replies). Every figure is read back
+from the store, as a user would see it:
 
 - test scores of no skill / seed / best / final (tests rows which = none|seed|best|final), on
   the metric the run gated on (hard, or mixed on a task whose scorer gives partial credit);

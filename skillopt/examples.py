@@ -68,12 +68,11 @@ def contrasts(chosen: Sequence[Trajectory], known: Sequence[Trajectory], taken: 
     train item of `known` the incumbent got right whose right answer is the failure's wrong
     reply (compared as the scorers compare text: case, spacing and punctuation ignored), one
     the lines do not show yet (`taken`). Failures alone show only the answers the target
-    misses, and a small target then gives those beyond
-    the examples' tasks (the examples bundled into every step at ad86127 took waste-sorting's
-    test accuracy on residual items 0.12 -> 0.79 and on glass items 0.83 -> 0.00); the contrast
-    shows the answer it gave, on a task where that answer is right. A reply that is no task's
-    answer (free text, a number worked out) has none, so on such tasks the examples are the
-    failures alone."""
+    misses, and a small target then gives those beyond the examples' tasks (the examples
+    bundled into every step at ad86127 took waste-sorting's test accuracy on residual items
+    0.12 -> 0.79 and on glass items 0.83 -> 0.00); the contrast shows the answer it gave, on a
+    task where that answer is right. A reply that is no task's answer (free text, a number
+    worked out) has none, so on such tasks the examples are the failures alone."""
     pool = [t for t in first_results(known) if not t.error and t.evaluation.hard >= 1 and t.item_id not in taken]
     random.Random(seed).shuffle(pool)
     out: list[Trajectory] = []

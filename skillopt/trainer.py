@@ -372,8 +372,9 @@ class Trainer:
             if complete:  # field scores from one reply an item: none when an item's score is a mean of samples
                 scorer = getattr(self.task, "field_scores", None) if self.config.samples_per_item == 1 else None
                 fields = field_values(scorer, self.plan.test, batch.trajectories) if scorer else {}
-                state = replace(state, tests_done=state.tests_done + (which,), test_fields={**state.test_fields,
-                                which: fields}, test_values={**state.test_values, which: self.gate.values(batch)})
+                state = replace(state, tests_done=state.tests_done + (which,),
+                                test_values={**state.test_values, which: self.gate.values(batch)},
+                                test_fields={**state.test_fields, which: fields})
             else:
                 missing.append(f"{which} skill errored on {batch.n_errors} of {len(batch.trajectories)} items")
             self.emit(ev.TestEvaluated(run_id=self.run_id, which=which, skill_sha=sha(skill),
